@@ -1,0 +1,1 @@
+"""broker layer (not built yet; see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""controller layer (not built yet; see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""storage layer (not built yet; see ../shared/DESIGN.md)."""

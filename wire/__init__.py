@@ -1,0 +1,1 @@
+"""millpond.wire: Kafka protocol codecs (public API in progress)."""

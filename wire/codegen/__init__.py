@@ -1,0 +1,4 @@
+"""Code generator: Kafka JSON specs -> wire/generated/.
+
+Hand-written, and never imported at run time.
+"""

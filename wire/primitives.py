@@ -1,0 +1,547 @@
+"""Runtime support for the generated message classes.
+
+The generated code (``wire/generated/``) is straight-line: one reader and one writer
+function per distinct wire layout of each struct, with runs of fixed-width fields
+merged into one precompiled :class:`struct.Struct`. What it cannot inline lives
+here: variable-length strings, bytes, records and array lengths in their classic
+(int16/int32 length) and compact (unsigned varint length + 1) forms, tagged-field
+sections, and the :class:`Struct`/:class:`Message` base classes that give every
+generated class equality, ``repr``, conversion to plain data and versioned
+``encode``/``decode``.
+
+Readers take ``(buf, pos)`` and return ``(value, new_pos)``. They check every length
+against the bytes that remain *before* allocating, as Kafka's own generated readers
+do, so a hostile length can never make us allocate more than the frame holds.
+Truncation surfaces as :class:`struct.error`, :class:`IndexError` or
+:class:`DecodeError`; :meth:`Message.decode` turns all of them into
+:class:`DecodeError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, NamedTuple, Self
+
+from millpond.wire.exceptions import DecodeError, EncodeError
+from millpond.wire.varint import encode_uvarint, read_uvarint
+
+Buffer = bytes | bytearray | memoryview
+TaggedFields = tuple[tuple[int, bytes], ...]
+"""Tagged fields this codec does not know, as (tag, raw bytes), kept for re-encoding."""
+
+ZERO_UUID = bytes(16)
+MAX_VERSION = 0x7FFF
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_NULL16 = b"\xff\xff"
+_NULL32 = b"\xff\xff\xff\xff"
+
+# Exceptions that malformed input can raise inside generated readers.
+DECODE_FAILURES = (struct.error, IndexError, UnicodeDecodeError, OverflowError, MemoryError)
+# Exceptions that bad values raise inside generated writers.
+ENCODE_FAILURES = (struct.error, AttributeError, TypeError, ValueError, OverflowError, KeyError)
+
+
+def _need(buf: Buffer, end: int, what: str) -> None:
+    if end > len(buf):
+        raise DecodeError(f"{what} runs {end - len(buf)} bytes past the end of the buffer")
+
+
+# -- strings ---------------------------------------------------------------------------
+
+
+def read_string(buf: Buffer, pos: int) -> tuple[str, int]:
+    (n,) = _I16.unpack_from(buf, pos)
+    if n < 0:
+        raise DecodeError(f"non-nullable string has length {n}")
+    pos += 2
+    end = pos + n
+    _need(buf, end, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
+    (n,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"nullable string has length {n}")
+        return None, pos
+    end = pos + n
+    _need(buf, end, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise DecodeError("non-nullable compact string is null")
+    end = pos + n - 1
+    _need(buf, end, "compact string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    end = pos + n - 1
+    _need(buf, end, "compact string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def _encode_str(value: str, limit: int) -> bytes:
+    data = value.encode("utf-8")
+    if len(data) > limit:
+        raise EncodeError(f"string of {len(data)} bytes is longer than the limit of {limit}")
+    return data
+
+
+def write_string(w: bytearray, value: str) -> None:
+    data = _encode_str(value, 0x7FFF)
+    w += _I16.pack(len(data))
+    w += data
+
+
+def write_nullable_string(w: bytearray, value: str | None) -> None:
+    if value is None:
+        w += _NULL16
+    else:
+        write_string(w, value)
+
+
+def write_compact_string(w: bytearray, value: str) -> None:
+    data = _encode_str(value, 0x7FFF)
+    w += encode_uvarint(len(data) + 1)
+    w += data
+
+
+def write_compact_nullable_string(w: bytearray, value: str | None) -> None:
+    if value is None:
+        w.append(0)
+    else:
+        write_compact_string(w, value)
+
+
+# -- bytes and records -----------------------------------------------------------------
+
+
+def read_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
+    (n,) = _I32.unpack_from(buf, pos)
+    if n < 0:
+        raise DecodeError(f"non-nullable bytes field has length {n}")
+    pos += 4
+    end = pos + n
+    _need(buf, end, "bytes field")
+    return bytes(buf[pos:end]), end
+
+
+def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
+    (n,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"nullable bytes field has length {n}")
+        return None, pos
+    end = pos + n
+    _need(buf, end, "bytes field")
+    return bytes(buf[pos:end]), end
+
+
+def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise DecodeError("non-nullable compact bytes field is null")
+    end = pos + n - 1
+    _need(buf, end, "compact bytes field")
+    return bytes(buf[pos:end]), end
+
+
+def read_compact_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    end = pos + n - 1
+    _need(buf, end, "compact bytes field")
+    return bytes(buf[pos:end]), end
+
+
+def read_records(buf: Buffer, pos: int) -> tuple[memoryview | None, int]:
+    """Records stay a zero-copy view of the frame: the broker never decodes them here."""
+    (n,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"records field has length {n}")
+        return None, pos
+    end = pos + n
+    _need(buf, end, "records field")
+    return memoryview(buf)[pos:end], end
+
+
+def read_compact_records(buf: Buffer, pos: int) -> tuple[memoryview | None, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    end = pos + n - 1
+    _need(buf, end, "compact records field")
+    return memoryview(buf)[pos:end], end
+
+
+def write_bytes(w: bytearray, value: Buffer) -> None:
+    w += _I32.pack(len(value))
+    w += value
+
+
+def write_nullable_bytes(w: bytearray, value: Buffer | None) -> None:
+    if value is None:
+        w += _NULL32
+    else:
+        w += _I32.pack(len(value))
+        w += value
+
+
+def write_compact_bytes(w: bytearray, value: Buffer) -> None:
+    w += encode_uvarint(len(value) + 1)
+    w += value
+
+
+def write_compact_nullable_bytes(w: bytearray, value: Buffer | None) -> None:
+    if value is None:
+        w.append(0)
+    else:
+        w += encode_uvarint(len(value) + 1)
+        w += value
+
+
+# -- arrays ----------------------------------------------------------------------------
+
+
+def read_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
+    (n,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise DecodeError(f"non-nullable array has length {n}")
+    if n > len(buf) - pos:
+        raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")
+    return n, pos
+
+
+def read_nullable_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Return -1 for a null array."""
+    (n,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"nullable array has length {n}")
+        return -1, pos
+    if n > len(buf) - pos:
+        raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")
+    return n, pos
+
+
+def read_compact_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise DecodeError("non-nullable compact array is null")
+    n -= 1
+    if n > len(buf) - pos:
+        raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")
+    return n, pos
+
+
+def read_compact_nullable_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Return -1 for a null array."""
+    n, pos = read_uvarint(buf, pos)
+    n -= 1
+    if n > len(buf) - pos:
+        raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")
+    return n, pos
+
+
+def read_fixed_array(buf: Buffer, pos: int, n: int, code: str, size: int) -> tuple[list[Any], int]:
+    """An array of fixed-width elements in one unpack (``code`` is a struct code)."""
+    end = pos + n * size
+    _need(buf, end, "array")
+    return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+
+
+def write_array_len(w: bytearray, n: int) -> None:
+    w += _I32.pack(n)
+
+
+def write_compact_array_len(w: bytearray, n: int) -> None:
+    w += encode_uvarint(n + 1)
+
+
+def write_fixed_array(w: bytearray, values: list[Any], code: str) -> None:
+    w += struct.pack(f">{len(values)}{code}", *values)
+
+
+# -- tagged fields ---------------------------------------------------------------------
+
+TagReader = Callable[[Any, Buffer, int], int]
+
+
+def read_tagged_fields(buf: Buffer, pos: int, obj: Struct, known: dict[int, TagReader]) -> int:
+    """Read a tagged-field section into ``obj``; unknown tags are kept byte for byte."""
+    count, pos = read_uvarint(buf, pos)
+    if count > len(buf) - pos:
+        raise DecodeError(f"{count} tagged fields but only {len(buf) - pos} bytes remain")
+    unknown: list[tuple[int, bytes]] = []
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        end = pos + size
+        _need(buf, end, "tagged field")
+        reader = known.get(tag)
+        if reader is None:
+            unknown.append((tag, bytes(buf[pos:end])))
+        elif reader(obj, buf, pos) != end:
+            raise DecodeError(f"tagged field {tag} does not fill its {size} bytes")
+        pos = end
+    if unknown:
+        obj.unknown_tagged_fields = tuple(unknown)
+    return pos
+
+
+def write_tagged_fields(
+    w: bytearray, known: list[tuple[int, bytearray]], unknown: TaggedFields
+) -> None:
+    """Write known (already encoded) and unknown tagged fields, in ascending tag order."""
+    fields: list[tuple[int, Buffer]] = [*known, *unknown]
+    if len(fields) > 1:
+        fields.sort(key=lambda item: item[0])
+    w += encode_uvarint(len(fields))
+    for tag, data in fields:
+        w += encode_uvarint(tag)
+        w += encode_uvarint(len(data))
+        w += data
+
+
+def write_no_tagged_fields(w: bytearray, unknown: TaggedFields) -> None:
+    if unknown:
+        write_tagged_fields(w, [], unknown)
+    else:
+        w.append(0)
+
+
+# -- nullable structs ------------------------------------------------------------------
+
+
+def read_struct_marker(buf: Buffer, pos: int) -> tuple[bool, int]:
+    """A nullable struct is preceded by one byte: -1 for null, 1 for present."""
+    marker = buf[pos]
+    if marker == 0xFF:
+        return False, pos + 1
+    if marker == 1:
+        return True, pos + 1
+    raise DecodeError(f"nullable struct marker is {marker}, expected -1 or 1")
+
+
+# -- field metadata and base classes ---------------------------------------------------
+
+
+class Field(NamedTuple):
+    """What the generator knew about one field, for the generic code paths
+    (equality, conversion to data, test strategies); the hot paths never read it."""
+
+    name: str
+    kind: str
+    """bool, int8, int16, uint16, int32, uint32, int64, float64, uuid, string, bytes,
+    records, struct, or array."""
+    element: str | None
+    """For arrays: the element kind (a primitive kind name, or 'struct')."""
+    struct: type[Struct] | None
+    versions: tuple[int, int]
+    nullable: tuple[int, int] | None
+    tagged: tuple[int, int] | None
+    tag: int | None
+    default: Any
+    flexible: tuple[int, int] | None
+    """Field-level flexible versions, when they override the message's."""
+
+    def present(self, version: int) -> bool:
+        return self.versions[0] <= version <= self.versions[1]
+
+    def nullable_at(self, version: int) -> bool:
+        return self.nullable is not None and self.nullable[0] <= version <= self.nullable[1]
+
+    def tagged_at(self, version: int) -> bool:
+        return self.tagged is not None and self.tagged[0] <= version <= self.tagged[1]
+
+
+_MISSING: Any = object()
+EMPTY: Any = type("EmptyDefault", (), {"__repr__": lambda self: "EMPTY"})()
+"""Constructor default for array and struct fields: a fresh empty value per instance."""
+
+
+def uuid_to_str(value: bytes) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value).decode("ascii").rstrip("=")
+
+
+def uuid_from_str(text: str) -> bytes:
+    value = base64.urlsafe_b64decode(text + "==")
+    if len(value) != 16:
+        raise ValueError(f"{text!r} is not a Kafka Uuid")
+    return value
+
+
+class Struct:
+    """Base of every generated struct: a slotted record of fields."""
+
+    __slots__ = ("unknown_tagged_fields",)
+    _FIELDS: ClassVar[tuple[Field, ...]] = ()
+    unknown_tagged_fields: TaggedFields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self._slot_names())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def _slot_names(cls) -> Iterator[str]:
+        for f in cls._FIELDS:
+            yield f.name
+        yield "unknown_tagged_fields"
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in self._FIELDS:
+            value = getattr(self, f.name)
+            if f.kind == "records" and value is not None:
+                parts.append(f"{f.name}=<{len(value)} bytes of records>")
+            else:
+                parts.append(f"{f.name}={value!r}")
+        if self.unknown_tagged_fields:
+            parts.append(f"unknown_tagged_fields={self.unknown_tagged_fields!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain Python data (dicts, lists, str, int, bytes) for display and JSON."""
+        out: dict[str, Any] = {}
+        for f in self._FIELDS:
+            out[f.name] = _value_to_data(f.kind, f.element, getattr(self, f.name))
+        if self.unknown_tagged_fields:
+            out["unknown_tagged_fields"] = [
+                {"tag": tag, "data": data} for tag, data in self.unknown_tagged_fields
+            ]
+        return out
+
+
+def _value_to_data(kind: str, element: str | None, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "struct":
+        return value.to_data()
+    if kind == "array":
+        assert element is not None
+        return [_value_to_data(element, None, v) for v in value]
+    if kind == "uuid":
+        return uuid_to_str(value)
+    if kind == "records":
+        return bytes(value)
+    return value
+
+
+Reader = Callable[[Buffer, int], tuple[Any, int]]
+Writer = Callable[[Any, bytearray], None]
+
+
+class Message(Struct):
+    """Base of every top-level generated message (request, response, record, header)."""
+
+    __slots__ = ()
+    NAME: ClassVar[str]
+    API_KEY: ClassVar[int | None] = None
+    TYPE: ClassVar[str]
+    VALID_VERSIONS: ClassVar[tuple[int, int] | None]
+    FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None]
+    _READERS: ClassVar[tuple[Reader | None, ...]] = ()
+    _WRITERS: ClassVar[tuple[Writer | None, ...]] = ()
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        flexible = cls.FLEXIBLE_VERSIONS
+        return flexible is not None and flexible[0] <= version <= flexible[1]
+
+    @classmethod
+    def supports(cls, version: int) -> bool:
+        valid = cls.VALID_VERSIONS
+        return valid is not None and valid[0] <= version <= valid[1]
+
+    @classmethod
+    def read(cls, buf: Buffer, pos: int, version: int) -> tuple[Self, int]:
+        """Read one message at ``pos``; may raise the low-level errors of
+        :data:`DECODE_FAILURES` on malformed input (use :meth:`decode` at the edge)."""
+        reader = cls._READERS[version] if 0 <= version < len(cls._READERS) else None
+        if reader is None:
+            raise DecodeError(f"{cls.NAME} has no version {version}")
+        result: tuple[Self, int] = reader(buf, pos)
+        return result
+
+    def write(self, w: bytearray, version: int) -> None:
+        writers = self._WRITERS
+        writer = writers[version] if 0 <= version < len(writers) else None
+        if writer is None:
+            raise EncodeError(f"{self.NAME} has no version {version}")
+        writer(self, w)
+
+    @classmethod
+    def decode(cls, data: Buffer, version: int) -> Self:
+        """Decode exactly ``data`` as this message at ``version``.
+
+        Raises :class:`DecodeError`, and nothing else, on malformed input.
+        """
+        try:
+            obj, pos = cls.read(data, 0, version)
+        except DecodeError:
+            raise
+        except DECODE_FAILURES as exc:
+            raise DecodeError(f"malformed {cls.NAME} v{version}: {exc}") from exc
+        if pos != len(data):
+            raise DecodeError(f"{len(data) - pos} trailing bytes after {cls.NAME} v{version}")
+        return obj
+
+    def encode(self, version: int) -> bytes:
+        """Encode at ``version``; raises :class:`EncodeError` when a value does not fit."""
+        w = bytearray()
+        try:
+            self.write(w, version)
+        except EncodeError:
+            raise
+        except ENCODE_FAILURES as exc:
+            raise EncodeError(f"cannot encode {self.NAME} v{version}: {exc}") from exc
+        return bytes(w)
+
+
+def read_uuid_array(buf: Buffer, pos: int, n: int) -> tuple[list[bytes], int]:
+    end = pos + 16 * n
+    _need(buf, end, "uuid array")
+    return [bytes(buf[p : p + 16]) for p in range(pos, end, 16)], end
+
+
+def write_uuid_array(w: bytearray, values: list[bytes]) -> None:
+    for value in values:
+        if len(value) != 16:
+            raise EncodeError(f"a uuid must be 16 bytes, not {len(value)}")
+        w += value
+
+
+class SpecInfo(NamedTuple):
+    """One generated message, as listed in its package's ``SPECS`` table."""
+
+    name: str
+    module: str
+    type: str
+    api_key: int | None
+    valid_versions: tuple[int, int] | None
+    flexible_versions: tuple[int, int] | None
+    listeners: tuple[str, ...]
+    latest_version_unstable: bool

@@ -31,7 +31,7 @@ def all_specs() -> Iterator[tuple[SpecInfo, type[Message]]]:
 
 
 def all_message_versions() -> list[tuple[type[Message], int]]:
-    pairs = []
+    pairs: list[tuple[type[Message], int]] = []
     for info, cls in all_specs():
         if info.valid_versions is None:
             continue

@@ -271,6 +271,14 @@ def _non_default_test(fl: FieldLayout, attr: str) -> str:
     return f"{attr} != {literal}"
 
 
+def _version_text(versions: list[int]) -> str:
+    if len(versions) == 1:
+        return f"version {versions[0]}"
+    if versions == list(range(versions[0], versions[-1] + 1)):
+        return f"versions {versions[0]}-{versions[-1]}"
+    return "versions " + ", ".join(map(str, versions))
+
+
 def _emit_reader(m: _Module, layout: StructLayout) -> list[str]:
     cls = layout.struct.name
     name = layout.suffix
@@ -314,6 +322,15 @@ def _emit_reader(m: _Module, layout: StructLayout) -> list[str]:
 
 def _emit_writer(m: _Module, layout: StructLayout) -> list[str]:
     out = [f"def _w_{layout.suffix}(o, w):"]
+    versions = _version_text(layout.versions)
+    for fl in layout.fields:
+        # As Kafka does: a value that this version cannot carry is an error, unless the
+        # spec marks the field ignorable (losing it is harmless).
+        if fl.mode == "absent" and not fl.spec.ignorable:
+            attr = f"o.{snake(fl.spec.name)}"
+            message = f"{layout.struct.name}.{snake(fl.spec.name)} cannot be sent at {versions}"
+            out.append(f"    if {_non_default_test(fl, attr)}:")
+            out.append(f"        raise _p.EncodeError({message + '; leave it at its default'!r})")
     for run in _runs(layout.fields):
         first = run[0]
         if first.spec.type in FIXED_CODES:

@@ -123,6 +123,8 @@ def _r_AddPartitionsToTxnRequest_v0(buf, pos):
 
 
 def _w_AddPartitionsToTxnRequest_v0(o, w):
+    if o.transactions is None or len(o.transactions) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnRequest.transactions cannot be sent at versions 0-2; leave it at its default')
     _p.write_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     a = o.v3_and_below_topics
@@ -155,6 +157,8 @@ _T_AddPartitionsToTxnRequest_v3 = {}
 
 
 def _w_AddPartitionsToTxnRequest_v3(o, w):
+    if o.transactions is None or len(o.transactions) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnRequest.transactions cannot be sent at version 3; leave it at its default')
     _p.write_compact_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     a = o.v3_and_below_topics
@@ -188,6 +192,14 @@ _T_AddPartitionsToTxnRequest_v4 = {}
 
 
 def _w_AddPartitionsToTxnRequest_v4(o, w):
+    if o.v3_and_below_transactional_id != '':
+        raise _p.EncodeError('AddPartitionsToTxnRequest.v3_and_below_transactional_id cannot be sent at versions 4-5; leave it at its default')
+    if o.v3_and_below_producer_id != 0:
+        raise _p.EncodeError('AddPartitionsToTxnRequest.v3_and_below_producer_id cannot be sent at versions 4-5; leave it at its default')
+    if o.v3_and_below_producer_epoch != 0:
+        raise _p.EncodeError('AddPartitionsToTxnRequest.v3_and_below_producer_epoch cannot be sent at versions 4-5; leave it at its default')
+    if o.v3_and_below_topics is None or len(o.v3_and_below_topics) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnRequest.v3_and_below_topics cannot be sent at versions 4-5; leave it at its default')
     a = o.transactions
     _p.write_compact_array_len(w, len(a))
     for e in a:

@@ -128,6 +128,8 @@ def _r_AddPartitionsToTxnResponse_v0(buf, pos):
 
 
 def _w_AddPartitionsToTxnResponse_v0(o, w):
+    if o.results_by_transaction is None or len(o.results_by_transaction) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at versions 0-2; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results_by_topic_v3_and_below
     _p.write_array_len(w, len(a))
@@ -159,6 +161,8 @@ _T_AddPartitionsToTxnResponse_v3 = {}
 
 
 def _w_AddPartitionsToTxnResponse_v3(o, w):
+    if o.results_by_transaction is None or len(o.results_by_transaction) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 3; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results_by_topic_v3_and_below
     _p.write_compact_array_len(w, len(a))
@@ -190,6 +194,8 @@ _T_AddPartitionsToTxnResponse_v4 = {}
 
 
 def _w_AddPartitionsToTxnResponse_v4(o, w):
+    if o.results_by_topic_v3_and_below is None or len(o.results_by_topic_v3_and_below) > 0:
+        raise _p.EncodeError('AddPartitionsToTxnResponse.results_by_topic_v3_and_below cannot be sent at versions 4-5; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.results_by_transaction
     _p.write_compact_array_len(w, len(a))

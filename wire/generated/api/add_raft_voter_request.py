@@ -106,6 +106,8 @@ _T_AddRaftVoterRequest_v0 = {}
 
 
 def _w_AddRaftVoterRequest_v0(o, w):
+    if o.ack_when_committed != True:
+        raise _p.EncodeError('AddRaftVoterRequest.ack_when_committed cannot be sent at version 0; leave it at its default')
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_iiu.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a = o.listeners

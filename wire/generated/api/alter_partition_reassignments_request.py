@@ -109,6 +109,8 @@ _T_AlterPartitionReassignmentsRequest_v0 = {}
 
 
 def _w_AlterPartitionReassignmentsRequest_v0(o, w):
+    if o.allow_replication_factor_change != True:
+        raise _p.EncodeError('AlterPartitionReassignmentsRequest.allow_replication_factor_change cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.timeout_ms)
     a = o.topics
     _p.write_compact_array_len(w, len(a))

@@ -226,6 +226,8 @@ _T_PartitionData_v2 = {}
 
 
 def _w_PartitionData_v2(o, w):
+    if o.new_isr_with_epochs is None or len(o.new_isr_with_epochs) > 0:
+        raise _p.EncodeError('PartitionData.new_isr_with_epochs cannot be sent at version 2; leave it at its default')
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
     _p.write_compact_array_len(w, len(a))
@@ -259,6 +261,8 @@ _T_PartitionData_v3 = {}
 
 
 def _w_PartitionData_v3(o, w):
+    if o.new_isr is None or len(o.new_isr) > 0:
+        raise _p.EncodeError('PartitionData.new_isr cannot be sent at version 3; leave it at its default')
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr_with_epochs
     _p.write_compact_array_len(w, len(a))

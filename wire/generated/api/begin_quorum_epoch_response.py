@@ -137,6 +137,8 @@ def _r_BeginQuorumEpochResponse_v0(buf, pos):
 
 
 def _w_BeginQuorumEpochResponse_v0(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('BeginQuorumEpochResponse.node_endpoints cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
     a = o.topics
     _p.write_array_len(w, len(a))

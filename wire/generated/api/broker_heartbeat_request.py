@@ -77,6 +77,10 @@ _T_BrokerHeartbeatRequest_v0 = {}
 
 
 def _w_BrokerHeartbeatRequest_v0(o, w):
+    if o.offline_log_dirs is None or len(o.offline_log_dirs) > 0:
+        raise _p.EncodeError('BrokerHeartbeatRequest.offline_log_dirs cannot be sent at version 0; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('BrokerHeartbeatRequest.cordoned_log_dirs cannot be sent at version 0; leave it at its default')
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
@@ -105,6 +109,8 @@ _T_BrokerHeartbeatRequest_v1 = {0: _t_BrokerHeartbeatRequest_v1_0}
 
 
 def _w_BrokerHeartbeatRequest_v1(o, w):
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('BrokerHeartbeatRequest.cordoned_log_dirs cannot be sent at version 1; leave it at its default')
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     tags = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) > 0:

@@ -161,6 +161,8 @@ _T_BrokerRegistrationRequest_v0 = {}
 
 
 def _w_BrokerRegistrationRequest_v0(o, w):
+    if o.is_migrating_zk_broker != False:
+        raise _p.EncodeError('BrokerRegistrationRequest.is_migrating_zk_broker cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.broker_id)
     _p.write_compact_string(w, o.cluster_id)
     w += _S_u.pack(o.incarnation_id)

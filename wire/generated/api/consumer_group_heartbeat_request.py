@@ -135,6 +135,8 @@ _T_ConsumerGroupHeartbeatRequest_v0 = {}
 
 
 def _w_ConsumerGroupHeartbeatRequest_v0(o, w):
+    if o.subscribed_topic_regex is not None:
+        raise _p.EncodeError('ConsumerGroupHeartbeatRequest.subscribed_topic_regex cannot be sent at version 0; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     _p.write_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)

@@ -85,6 +85,10 @@ def _r_CreateDelegationTokenRequest_v1(buf, pos):
 
 
 def _w_CreateDelegationTokenRequest_v1(o, w):
+    if o.owner_principal_type != '':
+        raise _p.EncodeError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 1; leave it at its default')
+    if o.owner_principal_name != '':
+        raise _p.EncodeError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 1; leave it at its default')
     a = o.renewers
     _p.write_array_len(w, len(a))
     for e in a:
@@ -116,6 +120,10 @@ _T_CreateDelegationTokenRequest_v2 = {}
 
 
 def _w_CreateDelegationTokenRequest_v2(o, w):
+    if o.owner_principal_type != '':
+        raise _p.EncodeError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 2; leave it at its default')
+    if o.owner_principal_name != '':
+        raise _p.EncodeError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 2; leave it at its default')
     a = o.renewers
     _p.write_compact_array_len(w, len(a))
     for e in a:

@@ -96,6 +96,10 @@ def _r_CreateDelegationTokenResponse_v1(buf, pos):
 
 
 def _w_CreateDelegationTokenResponse_v1(o, w):
+    if o.token_requester_principal_type != '':
+        raise _p.EncodeError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 1; leave it at its default')
+    if o.token_requester_principal_name != '':
+        raise _p.EncodeError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 1; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.principal_type)
     _p.write_string(w, o.principal_name)
@@ -131,6 +135,10 @@ _T_CreateDelegationTokenResponse_v2 = {}
 
 
 def _w_CreateDelegationTokenResponse_v2(o, w):
+    if o.token_requester_principal_type != '':
+        raise _p.EncodeError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 2; leave it at its default')
+    if o.token_requester_principal_name != '':
+        raise _p.EncodeError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 2; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_compact_string(w, o.principal_type)
     _p.write_compact_string(w, o.principal_name)

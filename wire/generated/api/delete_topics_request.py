@@ -81,6 +81,8 @@ def _r_DeleteTopicsRequest_v1(buf, pos):
 
 
 def _w_DeleteTopicsRequest_v1(o, w):
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('DeleteTopicsRequest.topics cannot be sent at versions 1-3; leave it at its default')
     a = o.topic_names
     _p.write_array_len(w, len(a))
     for e in a:
@@ -111,6 +113,8 @@ _T_DeleteTopicsRequest_v4 = {}
 
 
 def _w_DeleteTopicsRequest_v4(o, w):
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('DeleteTopicsRequest.topics cannot be sent at versions 4-5; leave it at its default')
     a = o.topic_names
     _p.write_compact_array_len(w, len(a))
     for e in a:

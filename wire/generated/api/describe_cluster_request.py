@@ -63,6 +63,10 @@ _T_DescribeClusterRequest_v0 = {}
 
 
 def _w_DescribeClusterRequest_v0(o, w):
+    if o.endpoint_type != 1:
+        raise _p.EncodeError('DescribeClusterRequest.endpoint_type cannot be sent at version 0; leave it at its default')
+    if o.include_fenced_brokers != False:
+        raise _p.EncodeError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 0; leave it at its default')
     w += _S_o.pack(o.include_cluster_authorized_operations)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
@@ -84,6 +88,8 @@ _T_DescribeClusterRequest_v1 = {}
 
 
 def _w_DescribeClusterRequest_v1(o, w):
+    if o.include_fenced_brokers != False:
+        raise _p.EncodeError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 1; leave it at its default')
     w += _S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

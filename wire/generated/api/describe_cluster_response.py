@@ -128,6 +128,8 @@ _T_DescribeClusterResponse_v0 = {}
 
 
 def _w_DescribeClusterResponse_v0(o, w):
+    if o.endpoint_type != 1:
+        raise _p.EncodeError('DescribeClusterResponse.endpoint_type cannot be sent at version 0; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     _p.write_compact_string(w, o.cluster_id)
@@ -247,6 +249,8 @@ _T_DescribeClusterBroker_v0 = {}
 
 
 def _w_DescribeClusterBroker_v0(o, w):
+    if o.is_fenced != False:
+        raise _p.EncodeError('DescribeClusterBroker.is_fenced cannot be sent at versions 0-1; leave it at its default')
     w += _S_i.pack(o.broker_id)
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)

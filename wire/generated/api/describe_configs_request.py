@@ -86,6 +86,8 @@ def _r_DescribeConfigsRequest_v1(buf, pos):
 
 
 def _w_DescribeConfigsRequest_v1(o, w):
+    if o.include_documentation != False:
+        raise _p.EncodeError('DescribeConfigsRequest.include_documentation cannot be sent at versions 1-2; leave it at its default')
     a = o.resources
     _p.write_array_len(w, len(a))
     for e in a:

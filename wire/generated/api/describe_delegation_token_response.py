@@ -265,6 +265,10 @@ def _r_DescribedDelegationToken_v1(buf, pos):
 
 
 def _w_DescribedDelegationToken_v1(o, w):
+    if o.token_requester_principal_type != '':
+        raise _p.EncodeError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 1; leave it at its default')
+    if o.token_requester_principal_name != '':
+        raise _p.EncodeError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 1; leave it at its default')
     _p.write_string(w, o.principal_type)
     _p.write_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
@@ -304,6 +308,10 @@ _T_DescribedDelegationToken_v2 = {}
 
 
 def _w_DescribedDelegationToken_v2(o, w):
+    if o.token_requester_principal_type != '':
+        raise _p.EncodeError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 2; leave it at its default')
+    if o.token_requester_principal_name != '':
+        raise _p.EncodeError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 2; leave it at its default')
     _p.write_compact_string(w, o.principal_type)
     _p.write_compact_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)

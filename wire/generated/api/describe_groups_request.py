@@ -53,6 +53,8 @@ def _r_DescribeGroupsRequest_v0(buf, pos):
 
 
 def _w_DescribeGroupsRequest_v0(o, w):
+    if o.include_authorized_operations != False:
+        raise _p.EncodeError('DescribeGroupsRequest.include_authorized_operations cannot be sent at versions 0-2; leave it at its default')
     a = o.groups
     _p.write_array_len(w, len(a))
     for e in a:

@@ -359,6 +359,10 @@ def _r_DescribedGroup_v0(buf, pos):
 
 
 def _w_DescribedGroup_v0(o, w):
+    if o.error_message is not None:
+        raise _p.EncodeError('DescribedGroup.error_message cannot be sent at versions 0-2; leave it at its default')
+    if o.authorized_operations != -2147483648:
+        raise _p.EncodeError('DescribedGroup.authorized_operations cannot be sent at versions 0-2; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.group_id)
     _p.write_string(w, o.group_state)
@@ -392,6 +396,8 @@ def _r_DescribedGroup_v3(buf, pos):
 
 
 def _w_DescribedGroup_v3(o, w):
+    if o.error_message is not None:
+        raise _p.EncodeError('DescribedGroup.error_message cannot be sent at version 3; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.group_id)
     _p.write_string(w, o.group_state)
@@ -426,6 +432,8 @@ def _r_DescribedGroup_v4(buf, pos):
 
 
 def _w_DescribedGroup_v4(o, w):
+    if o.error_message is not None:
+        raise _p.EncodeError('DescribedGroup.error_message cannot be sent at version 4; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.group_id)
     _p.write_string(w, o.group_state)
@@ -467,6 +475,8 @@ _T_DescribedGroup_v5 = {}
 
 
 def _w_DescribedGroup_v5(o, w):
+    if o.error_message is not None:
+        raise _p.EncodeError('DescribedGroup.error_message cannot be sent at version 5; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_compact_string(w, o.group_id)
     _p.write_compact_string(w, o.group_state)

@@ -224,6 +224,8 @@ _T_DescribeQuorumResponse_v0 = {}
 
 
 def _w_DescribeQuorumResponse_v0(o, w):
+    if o.nodes is None or len(o.nodes) > 0:
+        raise _p.EncodeError('DescribeQuorumResponse.nodes cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -256,6 +258,8 @@ _T_DescribeQuorumResponse_v1 = {}
 
 
 def _w_DescribeQuorumResponse_v1(o, w):
+    if o.nodes is None or len(o.nodes) > 0:
+        raise _p.EncodeError('DescribeQuorumResponse.nodes cannot be sent at version 1; leave it at its default')
     w += _S_h.pack(o.error_code)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -325,6 +329,8 @@ _T_ReplicaState_v0 = {}
 
 
 def _w_ReplicaState_v0(o, w):
+    if o.replica_directory_id != _p.ZERO_UUID:
+        raise _p.EncodeError('ReplicaState.replica_directory_id cannot be sent at version 0; leave it at its default')
     w += _S_iq.pack(o.replica_id, o.log_end_offset)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
@@ -346,6 +352,8 @@ _T_ReplicaState_v1 = {}
 
 
 def _w_ReplicaState_v1(o, w):
+    if o.replica_directory_id != _p.ZERO_UUID:
+        raise _p.EncodeError('ReplicaState.replica_directory_id cannot be sent at version 1; leave it at its default')
     w += _S_iqqq.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

@@ -84,6 +84,8 @@ def _r_ElectLeadersRequest_v0(buf, pos):
 
 
 def _w_ElectLeadersRequest_v0(o, w):
+    if o.election_type != 0:
+        raise _p.EncodeError('ElectLeadersRequest.election_type cannot be sent at version 0; leave it at its default')
     a = o.topic_partitions
     if a is None:
         w += b'\xff\xff\xff\xff'

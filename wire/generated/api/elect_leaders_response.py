@@ -106,6 +106,8 @@ def _r_ElectLeadersResponse_v0(buf, pos):
 
 
 def _w_ElectLeadersResponse_v0(o, w):
+    if o.error_code != 0:
+        raise _p.EncodeError('ElectLeadersResponse.error_code cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.replica_election_results
     _p.write_array_len(w, len(a))

@@ -225,6 +225,10 @@ def _r_FetchRequest_v4(buf, pos):
 
 
 def _w_FetchRequest_v4(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 4; leave it at its default')
+    if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
+        raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at version 4; leave it at its default')
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -253,6 +257,10 @@ def _r_FetchRequest_v5(buf, pos):
 
 
 def _w_FetchRequest_v5(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 5-6; leave it at its default')
+    if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
+        raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at versions 5-6; leave it at its default')
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -284,6 +292,8 @@ def _r_FetchRequest_v7(buf, pos):
 
 
 def _w_FetchRequest_v7(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 7-8; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -319,6 +329,8 @@ def _r_FetchRequest_v9(buf, pos):
 
 
 def _w_FetchRequest_v9(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 9-10; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -354,6 +366,8 @@ def _r_FetchRequest_v11(buf, pos):
 
 
 def _w_FetchRequest_v11(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 11; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -402,6 +416,8 @@ _T_FetchRequest_v12 = {0: _t_FetchRequest_v12_0}
 
 
 def _w_FetchRequest_v12(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 12; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -456,6 +472,8 @@ _T_FetchRequest_v13 = {0: _t_FetchRequest_v13_0}
 
 
 def _w_FetchRequest_v13(o, w):
+    if o.replica_state != ReplicaState():
+        raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 13-14; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -516,6 +534,8 @@ _T_FetchRequest_v15 = {0: _t_FetchRequest_v15_0, 1: _t_FetchRequest_v15_1}
 
 
 def _w_FetchRequest_v15(o, w):
+    if o.replica_id != -1:
+        raise _p.EncodeError('FetchRequest.replica_id cannot be sent at versions 15-16; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -580,6 +600,8 @@ _T_FetchRequest_v17 = {0: _t_FetchRequest_v17_0, 1: _t_FetchRequest_v17_1}
 
 
 def _w_FetchRequest_v17(o, w):
+    if o.replica_id != -1:
+        raise _p.EncodeError('FetchRequest.replica_id cannot be sent at version 17; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -644,6 +666,8 @@ _T_FetchRequest_v18 = {0: _t_FetchRequest_v18_0, 1: _t_FetchRequest_v18_1}
 
 
 def _w_FetchRequest_v18(o, w):
+    if o.replica_id != -1:
+        raise _p.EncodeError('FetchRequest.replica_id cannot be sent at version 18; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -700,6 +724,8 @@ def _r_FetchPartition_v4(buf, pos):
 
 
 def _w_FetchPartition_v4(o, w):
+    if o.last_fetched_epoch != -1:
+        raise _p.EncodeError('FetchPartition.last_fetched_epoch cannot be sent at version 4; leave it at its default')
     w += _S_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
 
 
@@ -716,6 +742,8 @@ def _r_FetchPartition_v5(buf, pos):
 
 
 def _w_FetchPartition_v5(o, w):
+    if o.last_fetched_epoch != -1:
+        raise _p.EncodeError('FetchPartition.last_fetched_epoch cannot be sent at versions 5-8; leave it at its default')
     w += _S_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
@@ -731,6 +759,8 @@ def _r_FetchPartition_v9(buf, pos):
 
 
 def _w_FetchPartition_v9(o, w):
+    if o.last_fetched_epoch != -1:
+        raise _p.EncodeError('FetchPartition.last_fetched_epoch cannot be sent at versions 9-11; leave it at its default')
     w += _S_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 

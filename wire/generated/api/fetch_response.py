@@ -272,6 +272,10 @@ def _r_FetchResponse_v4(buf, pos):
 
 
 def _w_FetchResponse_v4(o, w):
+    if o.session_id != 0:
+        raise _p.EncodeError('FetchResponse.session_id cannot be sent at version 4; leave it at its default')
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at version 4; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
     _p.write_array_len(w, len(a))
@@ -297,6 +301,10 @@ def _r_FetchResponse_v5(buf, pos):
 
 
 def _w_FetchResponse_v5(o, w):
+    if o.session_id != 0:
+        raise _p.EncodeError('FetchResponse.session_id cannot be sent at versions 5-6; leave it at its default')
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at versions 5-6; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
     _p.write_array_len(w, len(a))
@@ -320,6 +328,8 @@ def _r_FetchResponse_v7(buf, pos):
 
 
 def _w_FetchResponse_v7(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at versions 7-10; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
     _p.write_array_len(w, len(a))
@@ -343,6 +353,8 @@ def _r_FetchResponse_v11(buf, pos):
 
 
 def _w_FetchResponse_v11(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at version 11; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
     _p.write_array_len(w, len(a))
@@ -373,6 +385,8 @@ _T_FetchResponse_v12 = {}
 
 
 def _w_FetchResponse_v12(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at version 12; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
     _p.write_compact_array_len(w, len(a))
@@ -404,6 +418,8 @@ _T_FetchResponse_v13 = {}
 
 
 def _w_FetchResponse_v13(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at versions 13-15; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
     _p.write_compact_array_len(w, len(a))
@@ -577,6 +593,14 @@ def _r_PartitionData_v4(buf, pos):
 
 
 def _w_PartitionData_v4(o, w):
+    if o.diverging_epoch != EpochEndOffset():
+        raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 4; leave it at its default')
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 4; leave it at its default')
+    if o.snapshot_id != SnapshotId():
+        raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 4; leave it at its default')
+    if o.preferred_read_replica != -1:
+        raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at version 4; leave it at its default')
     w += _S_ihqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     a = o.aborted_transactions
     if a is None:
@@ -611,6 +635,14 @@ def _r_PartitionData_v5(buf, pos):
 
 
 def _w_PartitionData_v5(o, w):
+    if o.diverging_epoch != EpochEndOffset():
+        raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at versions 5-10; leave it at its default')
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionData.current_leader cannot be sent at versions 5-10; leave it at its default')
+    if o.snapshot_id != SnapshotId():
+        raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at versions 5-10; leave it at its default')
+    if o.preferred_read_replica != -1:
+        raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at versions 5-10; leave it at its default')
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a = o.aborted_transactions
     if a is None:
@@ -646,6 +678,12 @@ def _r_PartitionData_v11(buf, pos):
 
 
 def _w_PartitionData_v11(o, w):
+    if o.diverging_epoch != EpochEndOffset():
+        raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 11; leave it at its default')
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 11; leave it at its default')
+    if o.snapshot_id != SnapshotId():
+        raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 11; leave it at its default')
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a = o.aborted_transactions
     if a is None:

@@ -204,6 +204,8 @@ _T_FetchSnapshotResponse_v0 = {}
 
 
 def _w_FetchSnapshotResponse_v0(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('FetchSnapshotResponse.node_endpoints cannot be sent at version 0; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.topics
     _p.write_compact_array_len(w, len(a))

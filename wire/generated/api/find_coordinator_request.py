@@ -53,6 +53,10 @@ def _r_FindCoordinatorRequest_v0(buf, pos):
 
 
 def _w_FindCoordinatorRequest_v0(o, w):
+    if o.key_type != 0:
+        raise _p.EncodeError('FindCoordinatorRequest.key_type cannot be sent at version 0; leave it at its default')
+    if o.coordinator_keys is None or len(o.coordinator_keys) > 0:
+        raise _p.EncodeError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 0; leave it at its default')
     _p.write_string(w, o.key)
 
 
@@ -67,6 +71,8 @@ def _r_FindCoordinatorRequest_v1(buf, pos):
 
 
 def _w_FindCoordinatorRequest_v1(o, w):
+    if o.coordinator_keys is None or len(o.coordinator_keys) > 0:
+        raise _p.EncodeError('FindCoordinatorRequest.coordinator_keys cannot be sent at versions 1-2; leave it at its default')
     _p.write_string(w, o.key)
     w += _S_b.pack(o.key_type)
 
@@ -89,6 +95,8 @@ _T_FindCoordinatorRequest_v3 = {}
 
 
 def _w_FindCoordinatorRequest_v3(o, w):
+    if o.coordinator_keys is None or len(o.coordinator_keys) > 0:
+        raise _p.EncodeError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 3; leave it at its default')
     _p.write_compact_string(w, o.key)
     w += _S_b.pack(o.key_type)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
@@ -117,6 +125,8 @@ _T_FindCoordinatorRequest_v4 = {}
 
 
 def _w_FindCoordinatorRequest_v4(o, w):
+    if o.key != '':
+        raise _p.EncodeError('FindCoordinatorRequest.key cannot be sent at versions 4-6; leave it at its default')
     w += _S_b.pack(o.key_type)
     a = o.coordinator_keys
     _p.write_compact_array_len(w, len(a))

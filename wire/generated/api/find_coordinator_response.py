@@ -113,6 +113,8 @@ def _r_FindCoordinatorResponse_v0(buf, pos):
 
 
 def _w_FindCoordinatorResponse_v0(o, w):
+    if o.coordinators is None or len(o.coordinators) > 0:
+        raise _p.EncodeError('FindCoordinatorResponse.coordinators cannot be sent at version 0; leave it at its default')
     w += _S_hi.pack(o.error_code, o.node_id)
     _p.write_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -134,6 +136,8 @@ def _r_FindCoordinatorResponse_v1(buf, pos):
 
 
 def _w_FindCoordinatorResponse_v1(o, w):
+    if o.coordinators is None or len(o.coordinators) > 0:
+        raise _p.EncodeError('FindCoordinatorResponse.coordinators cannot be sent at versions 1-2; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_nullable_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
@@ -164,6 +168,8 @@ _T_FindCoordinatorResponse_v3 = {}
 
 
 def _w_FindCoordinatorResponse_v3(o, w):
+    if o.coordinators is None or len(o.coordinators) > 0:
+        raise _p.EncodeError('FindCoordinatorResponse.coordinators cannot be sent at version 3; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
@@ -199,6 +205,14 @@ _T_FindCoordinatorResponse_v4 = {}
 
 
 def _w_FindCoordinatorResponse_v4(o, w):
+    if o.error_code != 0:
+        raise _p.EncodeError('FindCoordinatorResponse.error_code cannot be sent at versions 4-6; leave it at its default')
+    if o.node_id != 0:
+        raise _p.EncodeError('FindCoordinatorResponse.node_id cannot be sent at versions 4-6; leave it at its default')
+    if o.host != '':
+        raise _p.EncodeError('FindCoordinatorResponse.host cannot be sent at versions 4-6; leave it at its default')
+    if o.port != 0:
+        raise _p.EncodeError('FindCoordinatorResponse.port cannot be sent at versions 4-6; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.coordinators
     _p.write_compact_array_len(w, len(a))

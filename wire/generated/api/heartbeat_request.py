@@ -59,6 +59,8 @@ def _r_HeartbeatRequest_v0(buf, pos):
 
 
 def _w_HeartbeatRequest_v0(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('HeartbeatRequest.group_instance_id cannot be sent at versions 0-2; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     _p.write_string(w, o.member_id)

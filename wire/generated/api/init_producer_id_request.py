@@ -71,6 +71,14 @@ def _r_InitProducerIdRequest_v0(buf, pos):
 
 
 def _w_InitProducerIdRequest_v0(o, w):
+    if o.producer_id != -1:
+        raise _p.EncodeError('InitProducerIdRequest.producer_id cannot be sent at versions 0-1; leave it at its default')
+    if o.producer_epoch != -1:
+        raise _p.EncodeError('InitProducerIdRequest.producer_epoch cannot be sent at versions 0-1; leave it at its default')
+    if o.enable2_pc != False:
+        raise _p.EncodeError('InitProducerIdRequest.enable2_pc cannot be sent at versions 0-1; leave it at its default')
+    if o.keep_prepared_txn != False:
+        raise _p.EncodeError('InitProducerIdRequest.keep_prepared_txn cannot be sent at versions 0-1; leave it at its default')
     _p.write_nullable_string(w, o.transactional_id)
     w += _S_i.pack(o.transaction_timeout_ms)
 
@@ -96,6 +104,14 @@ _T_InitProducerIdRequest_v2 = {}
 
 
 def _w_InitProducerIdRequest_v2(o, w):
+    if o.producer_id != -1:
+        raise _p.EncodeError('InitProducerIdRequest.producer_id cannot be sent at version 2; leave it at its default')
+    if o.producer_epoch != -1:
+        raise _p.EncodeError('InitProducerIdRequest.producer_epoch cannot be sent at version 2; leave it at its default')
+    if o.enable2_pc != False:
+        raise _p.EncodeError('InitProducerIdRequest.enable2_pc cannot be sent at version 2; leave it at its default')
+    if o.keep_prepared_txn != False:
+        raise _p.EncodeError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 2; leave it at its default')
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_i.pack(o.transaction_timeout_ms)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
@@ -120,6 +136,10 @@ _T_InitProducerIdRequest_v3 = {}
 
 
 def _w_InitProducerIdRequest_v3(o, w):
+    if o.enable2_pc != False:
+        raise _p.EncodeError('InitProducerIdRequest.enable2_pc cannot be sent at versions 3-5; leave it at its default')
+    if o.keep_prepared_txn != False:
+        raise _p.EncodeError('InitProducerIdRequest.keep_prepared_txn cannot be sent at versions 3-5; leave it at its default')
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)

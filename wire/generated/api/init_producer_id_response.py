@@ -67,6 +67,10 @@ def _r_InitProducerIdResponse_v0(buf, pos):
 
 
 def _w_InitProducerIdResponse_v0(o, w):
+    if o.ongoing_txn_producer_id != -1:
+        raise _p.EncodeError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at versions 0-1; leave it at its default')
+    if o.ongoing_txn_producer_epoch != -1:
+        raise _p.EncodeError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at versions 0-1; leave it at its default')
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 
@@ -88,6 +92,10 @@ _T_InitProducerIdResponse_v2 = {}
 
 
 def _w_InitProducerIdResponse_v2(o, w):
+    if o.ongoing_txn_producer_id != -1:
+        raise _p.EncodeError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at versions 2-5; leave it at its default')
+    if o.ongoing_txn_producer_epoch != -1:
+        raise _p.EncodeError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at versions 2-5; leave it at its default')
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

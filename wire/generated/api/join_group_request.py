@@ -106,6 +106,8 @@ def _r_JoinGroupRequest_v0(buf, pos):
 
 
 def _w_JoinGroupRequest_v0(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('JoinGroupRequest.group_instance_id cannot be sent at version 0; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.session_timeout_ms)
     _p.write_string(w, o.member_id)
@@ -136,6 +138,8 @@ def _r_JoinGroupRequest_v1(buf, pos):
 
 
 def _w_JoinGroupRequest_v1(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('JoinGroupRequest.group_instance_id cannot be sent at versions 1-4; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     _p.write_string(w, o.member_id)

@@ -115,6 +115,8 @@ def _r_JoinGroupResponse_v0(buf, pos):
 
 
 def _w_JoinGroupResponse_v0(o, w):
+    if o.skip_assignment != False:
+        raise _p.EncodeError('JoinGroupResponse.skip_assignment cannot be sent at versions 0-1; leave it at its default')
     w += _S_hi.pack(o.error_code, o.generation_id)
     _p.write_string(w, o.protocol_name)
     _p.write_string(w, o.leader)
@@ -145,6 +147,8 @@ def _r_JoinGroupResponse_v2(buf, pos):
 
 
 def _w_JoinGroupResponse_v2(o, w):
+    if o.skip_assignment != False:
+        raise _p.EncodeError('JoinGroupResponse.skip_assignment cannot be sent at versions 2-4; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _p.write_string(w, o.protocol_name)
     _p.write_string(w, o.leader)
@@ -175,6 +179,8 @@ def _r_JoinGroupResponse_v5(buf, pos):
 
 
 def _w_JoinGroupResponse_v5(o, w):
+    if o.skip_assignment != False:
+        raise _p.EncodeError('JoinGroupResponse.skip_assignment cannot be sent at version 5; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _p.write_string(w, o.protocol_name)
     _p.write_string(w, o.leader)
@@ -212,6 +218,8 @@ _T_JoinGroupResponse_v6 = {}
 
 
 def _w_JoinGroupResponse_v6(o, w):
+    if o.skip_assignment != False:
+        raise _p.EncodeError('JoinGroupResponse.skip_assignment cannot be sent at version 6; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _p.write_compact_string(w, o.protocol_name)
     _p.write_compact_string(w, o.leader)
@@ -250,6 +258,8 @@ _T_JoinGroupResponse_v7 = {}
 
 
 def _w_JoinGroupResponse_v7(o, w):
+    if o.skip_assignment != False:
+        raise _p.EncodeError('JoinGroupResponse.skip_assignment cannot be sent at versions 7-8; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _p.write_compact_nullable_string(w, o.protocol_type)
     _p.write_compact_nullable_string(w, o.protocol_name)

@@ -78,6 +78,8 @@ def _r_LeaveGroupRequest_v0(buf, pos):
 
 
 def _w_LeaveGroupRequest_v0(o, w):
+    if o.members is None or len(o.members) > 0:
+        raise _p.EncodeError('LeaveGroupRequest.members cannot be sent at versions 0-2; leave it at its default')
     _p.write_string(w, o.group_id)
     _p.write_string(w, o.member_id)
 
@@ -97,6 +99,8 @@ def _r_LeaveGroupRequest_v3(buf, pos):
 
 
 def _w_LeaveGroupRequest_v3(o, w):
+    if o.member_id != '':
+        raise _p.EncodeError('LeaveGroupRequest.member_id cannot be sent at version 3; leave it at its default')
     _p.write_string(w, o.group_id)
     a = o.members
     _p.write_array_len(w, len(a))
@@ -126,6 +130,8 @@ _T_LeaveGroupRequest_v4 = {}
 
 
 def _w_LeaveGroupRequest_v4(o, w):
+    if o.member_id != '':
+        raise _p.EncodeError('LeaveGroupRequest.member_id cannot be sent at version 4; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.members
     _p.write_compact_array_len(w, len(a))
@@ -156,6 +162,8 @@ _T_LeaveGroupRequest_v5 = {}
 
 
 def _w_LeaveGroupRequest_v5(o, w):
+    if o.member_id != '':
+        raise _p.EncodeError('LeaveGroupRequest.member_id cannot be sent at version 5; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.members
     _p.write_compact_array_len(w, len(a))

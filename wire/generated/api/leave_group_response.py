@@ -80,6 +80,8 @@ def _r_LeaveGroupResponse_v0(buf, pos):
 
 
 def _w_LeaveGroupResponse_v0(o, w):
+    if o.members is None or len(o.members) > 0:
+        raise _p.EncodeError('LeaveGroupResponse.members cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
 
 
@@ -93,6 +95,8 @@ def _r_LeaveGroupResponse_v1(buf, pos):
 
 
 def _w_LeaveGroupResponse_v1(o, w):
+    if o.members is None or len(o.members) > 0:
+        raise _p.EncodeError('LeaveGroupResponse.members cannot be sent at versions 1-2; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
 
 

@@ -50,6 +50,8 @@ _T_ListConfigResourcesRequest_v0 = {}
 
 
 def _w_ListConfigResourcesRequest_v0(o, w):
+    if o.resource_types is None or len(o.resource_types) > 0:
+        raise _p.EncodeError('ListConfigResourcesRequest.resource_types cannot be sent at version 0; leave it at its default')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -48,7 +48,10 @@ def _r_ListGroupsRequest_v0(buf, pos):
 
 
 def _w_ListGroupsRequest_v0(o, w):
-    pass
+    if o.states_filter is None or len(o.states_filter) > 0:
+        raise _p.EncodeError('ListGroupsRequest.states_filter cannot be sent at versions 0-2; leave it at its default')
+    if o.types_filter is None or len(o.types_filter) > 0:
+        raise _p.EncodeError('ListGroupsRequest.types_filter cannot be sent at versions 0-2; leave it at its default')
 
 
 def _r_ListGroupsRequest_v3(buf, pos):
@@ -67,6 +70,10 @@ _T_ListGroupsRequest_v3 = {}
 
 
 def _w_ListGroupsRequest_v3(o, w):
+    if o.states_filter is None or len(o.states_filter) > 0:
+        raise _p.EncodeError('ListGroupsRequest.states_filter cannot be sent at version 3; leave it at its default')
+    if o.types_filter is None or len(o.types_filter) > 0:
+        raise _p.EncodeError('ListGroupsRequest.types_filter cannot be sent at version 3; leave it at its default')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -91,6 +98,8 @@ _T_ListGroupsRequest_v4 = {}
 
 
 def _w_ListGroupsRequest_v4(o, w):
+    if o.types_filter is None or len(o.types_filter) > 0:
+        raise _p.EncodeError('ListGroupsRequest.types_filter cannot be sent at version 4; leave it at its default')
     a = o.states_filter
     _p.write_compact_array_len(w, len(a))
     for e in a:

@@ -113,6 +113,8 @@ def _r_ListOffsetsRequest_v1(buf, pos):
 
 
 def _w_ListOffsetsRequest_v1(o, w):
+    if o.isolation_level != 0:
+        raise _p.EncodeError('ListOffsetsRequest.isolation_level cannot be sent at version 1; leave it at its default')
     w += _S_i.pack(o.replica_id)
     a = o.topics
     _p.write_array_len(w, len(a))

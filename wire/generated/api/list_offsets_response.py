@@ -199,6 +199,8 @@ def _r_ListOffsetsPartitionResponse_v1(buf, pos):
 
 
 def _w_ListOffsetsPartitionResponse_v1(o, w):
+    if o.leader_epoch != -1:
+        raise _p.EncodeError('ListOffsetsPartitionResponse.leader_epoch cannot be sent at versions 1-3; leave it at its default')
     w += _S_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
 
 

@@ -71,6 +71,10 @@ _T_ListTransactionsRequest_v0 = {}
 
 
 def _w_ListTransactionsRequest_v0(o, w):
+    if o.duration_filter != -1:
+        raise _p.EncodeError('ListTransactionsRequest.duration_filter cannot be sent at version 0; leave it at its default')
+    if o.transactional_id_pattern is not None:
+        raise _p.EncodeError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 0; leave it at its default')
     a = o.state_filters
     _p.write_compact_array_len(w, len(a))
     for e in a:
@@ -106,6 +110,8 @@ _T_ListTransactionsRequest_v1 = {}
 
 
 def _w_ListTransactionsRequest_v1(o, w):
+    if o.transactional_id_pattern is not None:
+        raise _p.EncodeError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 1; leave it at its default')
     a = o.state_filters
     _p.write_compact_array_len(w, len(a))
     for e in a:

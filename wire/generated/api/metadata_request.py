@@ -87,6 +87,12 @@ def _r_MetadataRequest_v0(buf, pos):
 
 
 def _w_MetadataRequest_v0(o, w):
+    if o.allow_auto_topic_creation != True:
+        raise _p.EncodeError('MetadataRequest.allow_auto_topic_creation cannot be sent at version 0; leave it at its default')
+    if o.include_cluster_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 0; leave it at its default')
+    if o.include_topic_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 0; leave it at its default')
     a = o.topics
     _p.write_array_len(w, len(a))
     for e in a:
@@ -112,6 +118,12 @@ def _r_MetadataRequest_v1(buf, pos):
 
 
 def _w_MetadataRequest_v1(o, w):
+    if o.allow_auto_topic_creation != True:
+        raise _p.EncodeError('MetadataRequest.allow_auto_topic_creation cannot be sent at versions 1-3; leave it at its default')
+    if o.include_cluster_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_cluster_authorized_operations cannot be sent at versions 1-3; leave it at its default')
+    if o.include_topic_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_topic_authorized_operations cannot be sent at versions 1-3; leave it at its default')
     a = o.topics
     if a is None:
         w += b'\xff\xff\xff\xff'
@@ -141,6 +153,10 @@ def _r_MetadataRequest_v4(buf, pos):
 
 
 def _w_MetadataRequest_v4(o, w):
+    if o.include_cluster_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_cluster_authorized_operations cannot be sent at versions 4-7; leave it at its default')
+    if o.include_topic_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_topic_authorized_operations cannot be sent at versions 4-7; leave it at its default')
     a = o.topics
     if a is None:
         w += b'\xff\xff\xff\xff'
@@ -277,6 +293,8 @@ _T_MetadataRequest_v11 = {}
 
 
 def _w_MetadataRequest_v11(o, w):
+    if o.include_cluster_authorized_operations != False:
+        raise _p.EncodeError('MetadataRequest.include_cluster_authorized_operations cannot be sent at versions 11-13; leave it at its default')
     a = o.topics
     if a is None:
         w.append(0)

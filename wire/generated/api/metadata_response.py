@@ -195,6 +195,8 @@ def _r_MetadataResponse_v0(buf, pos):
 
 
 def _w_MetadataResponse_v0(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 0; leave it at its default')
     a = o.brokers
     _p.write_array_len(w, len(a))
     for e in a:
@@ -230,6 +232,8 @@ def _r_MetadataResponse_v1(buf, pos):
 
 
 def _w_MetadataResponse_v1(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 1; leave it at its default')
     a = o.brokers
     _p.write_array_len(w, len(a))
     for e in a:
@@ -266,6 +270,8 @@ def _r_MetadataResponse_v2(buf, pos):
 
 
 def _w_MetadataResponse_v2(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 2; leave it at its default')
     a = o.brokers
     _p.write_array_len(w, len(a))
     for e in a:
@@ -304,6 +310,8 @@ def _r_MetadataResponse_v3(buf, pos):
 
 
 def _w_MetadataResponse_v3(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at versions 3-4; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_array_len(w, len(a))
@@ -343,6 +351,8 @@ def _r_MetadataResponse_v5(buf, pos):
 
 
 def _w_MetadataResponse_v5(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at versions 5-6; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_array_len(w, len(a))
@@ -382,6 +392,8 @@ def _r_MetadataResponse_v7(buf, pos):
 
 
 def _w_MetadataResponse_v7(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 7; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_array_len(w, len(a))
@@ -567,6 +579,8 @@ _T_MetadataResponse_v11 = {}
 
 
 def _w_MetadataResponse_v11(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 11; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_compact_array_len(w, len(a))
@@ -614,6 +628,8 @@ _T_MetadataResponse_v12 = {}
 
 
 def _w_MetadataResponse_v12(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 12; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_compact_array_len(w, len(a))
@@ -662,6 +678,8 @@ _T_MetadataResponse_v13 = {}
 
 
 def _w_MetadataResponse_v13(o, w):
+    if o.cluster_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 13; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
     _p.write_compact_array_len(w, len(a))
@@ -874,6 +892,8 @@ def _r_MetadataResponseTopic_v0(buf, pos):
 
 
 def _w_MetadataResponseTopic_v0(o, w):
+    if o.topic_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.name)
     a = o.partitions
@@ -902,6 +922,8 @@ def _r_MetadataResponseTopic_v1(buf, pos):
 
 
 def _w_MetadataResponseTopic_v1(o, w):
+    if o.topic_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponseTopic.topic_authorized_operations cannot be sent at versions 1-4; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.name)
     w += _S_o.pack(o.is_internal)
@@ -931,6 +953,8 @@ def _r_MetadataResponseTopic_v5(buf, pos):
 
 
 def _w_MetadataResponseTopic_v5(o, w):
+    if o.topic_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponseTopic.topic_authorized_operations cannot be sent at versions 5-6; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.name)
     w += _S_o.pack(o.is_internal)
@@ -960,6 +984,8 @@ def _r_MetadataResponseTopic_v7(buf, pos):
 
 
 def _w_MetadataResponseTopic_v7(o, w):
+    if o.topic_authorized_operations != -2147483648:
+        raise _p.EncodeError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 7; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_string(w, o.name)
     w += _S_o.pack(o.is_internal)

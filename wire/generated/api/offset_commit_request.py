@@ -133,6 +133,8 @@ def _r_OffsetCommitRequest_v2(buf, pos):
 
 
 def _w_OffsetCommitRequest_v2(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('OffsetCommitRequest.group_instance_id cannot be sent at versions 2-4; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     _p.write_string(w, o.member_id)
@@ -162,6 +164,8 @@ def _r_OffsetCommitRequest_v5(buf, pos):
 
 
 def _w_OffsetCommitRequest_v5(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('OffsetCommitRequest.group_instance_id cannot be sent at version 5; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     _p.write_string(w, o.member_id)
@@ -190,6 +194,8 @@ def _r_OffsetCommitRequest_v6(buf, pos):
 
 
 def _w_OffsetCommitRequest_v6(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('OffsetCommitRequest.group_instance_id cannot be sent at version 6; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     _p.write_string(w, o.member_id)

@@ -140,6 +140,10 @@ def _r_OffsetFetchRequest_v1(buf, pos):
 
 
 def _w_OffsetFetchRequest_v1(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.groups cannot be sent at version 1; leave it at its default')
+    if o.require_stable != False:
+        raise _p.EncodeError('OffsetFetchRequest.require_stable cannot be sent at version 1; leave it at its default')
     _p.write_string(w, o.group_id)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -166,6 +170,10 @@ def _r_OffsetFetchRequest_v2(buf, pos):
 
 
 def _w_OffsetFetchRequest_v2(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.groups cannot be sent at versions 2-5; leave it at its default')
+    if o.require_stable != False:
+        raise _p.EncodeError('OffsetFetchRequest.require_stable cannot be sent at versions 2-5; leave it at its default')
     _p.write_string(w, o.group_id)
     a = o.topics
     if a is None:
@@ -202,6 +210,10 @@ _T_OffsetFetchRequest_v6 = {}
 
 
 def _w_OffsetFetchRequest_v6(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.groups cannot be sent at version 6; leave it at its default')
+    if o.require_stable != False:
+        raise _p.EncodeError('OffsetFetchRequest.require_stable cannot be sent at version 6; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.topics
     if a is None:
@@ -240,6 +252,8 @@ _T_OffsetFetchRequest_v7 = {}
 
 
 def _w_OffsetFetchRequest_v7(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.groups cannot be sent at version 7; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.topics
     if a is None:
@@ -276,6 +290,10 @@ _T_OffsetFetchRequest_v8 = {}
 
 
 def _w_OffsetFetchRequest_v8(o, w):
+    if o.group_id != '':
+        raise _p.EncodeError('OffsetFetchRequest.group_id cannot be sent at version 8; leave it at its default')
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 8; leave it at its default')
     a = o.groups
     _p.write_compact_array_len(w, len(a))
     for e in a:
@@ -308,6 +326,10 @@ _T_OffsetFetchRequest_v9 = {}
 
 
 def _w_OffsetFetchRequest_v9(o, w):
+    if o.group_id != '':
+        raise _p.EncodeError('OffsetFetchRequest.group_id cannot be sent at version 9; leave it at its default')
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 9; leave it at its default')
     a = o.groups
     _p.write_compact_array_len(w, len(a))
     for e in a:
@@ -340,6 +362,10 @@ _T_OffsetFetchRequest_v10 = {}
 
 
 def _w_OffsetFetchRequest_v10(o, w):
+    if o.group_id != '':
+        raise _p.EncodeError('OffsetFetchRequest.group_id cannot be sent at version 10; leave it at its default')
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 10; leave it at its default')
     a = o.groups
     _p.write_compact_array_len(w, len(a))
     for e in a:

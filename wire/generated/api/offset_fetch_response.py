@@ -204,6 +204,8 @@ def _r_OffsetFetchResponse_v1(buf, pos):
 
 
 def _w_OffsetFetchResponse_v1(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at version 1; leave it at its default')
     a = o.topics
     _p.write_array_len(w, len(a))
     for e in a:
@@ -227,6 +229,8 @@ def _r_OffsetFetchResponse_v2(buf, pos):
 
 
 def _w_OffsetFetchResponse_v2(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at version 2; leave it at its default')
     a = o.topics
     _p.write_array_len(w, len(a))
     for e in a:
@@ -252,6 +256,8 @@ def _r_OffsetFetchResponse_v3(buf, pos):
 
 
 def _w_OffsetFetchResponse_v3(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at versions 3-4; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -278,6 +284,8 @@ def _r_OffsetFetchResponse_v5(buf, pos):
 
 
 def _w_OffsetFetchResponse_v5(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at version 5; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
     _p.write_array_len(w, len(a))
@@ -311,6 +319,8 @@ _T_OffsetFetchResponse_v6 = {}
 
 
 def _w_OffsetFetchResponse_v6(o, w):
+    if o.groups is None or len(o.groups) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at versions 6-7; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
     _p.write_compact_array_len(w, len(a))
@@ -344,6 +354,8 @@ _T_OffsetFetchResponse_v8 = {}
 
 
 def _w_OffsetFetchResponse_v8(o, w):
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.topics cannot be sent at versions 8-9; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
     _p.write_compact_array_len(w, len(a))
@@ -376,6 +388,8 @@ _T_OffsetFetchResponse_v10 = {}
 
 
 def _w_OffsetFetchResponse_v10(o, w):
+    if o.topics is None or len(o.topics) > 0:
+        raise _p.EncodeError('OffsetFetchResponse.topics cannot be sent at version 10; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
     _p.write_compact_array_len(w, len(a))

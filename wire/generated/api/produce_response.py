@@ -204,6 +204,8 @@ def _r_ProduceResponse_v3(buf, pos):
 
 
 def _w_ProduceResponse_v3(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('ProduceResponse.node_endpoints cannot be sent at versions 3-4; leave it at its default')
     a = o.responses
     _p.write_array_len(w, len(a))
     for e in a:
@@ -227,6 +229,8 @@ def _r_ProduceResponse_v5(buf, pos):
 
 
 def _w_ProduceResponse_v5(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('ProduceResponse.node_endpoints cannot be sent at versions 5-7; leave it at its default')
     a = o.responses
     _p.write_array_len(w, len(a))
     for e in a:
@@ -250,6 +254,8 @@ def _r_ProduceResponse_v8(buf, pos):
 
 
 def _w_ProduceResponse_v8(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('ProduceResponse.node_endpoints cannot be sent at version 8; leave it at its default')
     a = o.responses
     _p.write_array_len(w, len(a))
     for e in a:
@@ -280,6 +286,8 @@ _T_ProduceResponse_v9 = {}
 
 
 def _w_ProduceResponse_v9(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('ProduceResponse.node_endpoints cannot be sent at version 9; leave it at its default')
     a = o.responses
     _p.write_compact_array_len(w, len(a))
     for e in a:
@@ -455,6 +463,8 @@ def _r_PartitionProduceResponse_v3(buf, pos):
 
 
 def _w_PartitionProduceResponse_v3(o, w):
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 3-4; leave it at its default')
     w += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
 
@@ -470,6 +480,8 @@ def _r_PartitionProduceResponse_v5(buf, pos):
 
 
 def _w_PartitionProduceResponse_v5(o, w):
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 5-7; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 
@@ -490,6 +502,8 @@ def _r_PartitionProduceResponse_v8(buf, pos):
 
 
 def _w_PartitionProduceResponse_v8(o, w):
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 8; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
     _p.write_array_len(w, len(a))
@@ -522,6 +536,8 @@ _T_PartitionProduceResponse_v9 = {}
 
 
 def _w_PartitionProduceResponse_v9(o, w):
+    if o.current_leader != LeaderIdAndEpoch():
+        raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 9; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
     _p.write_compact_array_len(w, len(a))

@@ -146,6 +146,8 @@ _T_ShareAcknowledgeRequest_v1 = {}
 
 
 def _w_ShareAcknowledgeRequest_v1(o, w):
+    if o.is_renew_ack != False:
+        raise _p.EncodeError('ShareAcknowledgeRequest.is_renew_ack cannot be sent at version 1; leave it at its default')
     _p.write_compact_nullable_string(w, o.group_id)
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_i.pack(o.share_session_epoch)

@@ -207,6 +207,8 @@ _T_ShareFetchRequest_v1 = {}
 
 
 def _w_ShareFetchRequest_v1(o, w):
+    if o.is_renew_ack != False:
+        raise _p.EncodeError('ShareFetchRequest.is_renew_ack cannot be sent at version 1; leave it at its default')
     _p.write_compact_nullable_string(w, o.group_id)
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
@@ -313,6 +315,8 @@ _T_FetchPartition_v1 = {}
 
 
 def _w_FetchPartition_v1(o, w):
+    if o.partition_max_bytes != 0:
+        raise _p.EncodeError('FetchPartition.partition_max_bytes cannot be sent at versions 1-2; leave it at its default')
     w += _S_i.pack(o.partition_index)
     a = o.acknowledgement_batches
     _p.write_compact_array_len(w, len(a))

@@ -67,6 +67,8 @@ _T_StreamsGroupDescribeRequest_v0 = {}
 
 
 def _w_StreamsGroupDescribeRequest_v0(o, w):
+    if o.include_topology_description != False:
+        raise _p.EncodeError('StreamsGroupDescribeRequest.include_topology_description cannot be sent at version 0; leave it at its default')
     a = o.group_ids
     _p.write_compact_array_len(w, len(a))
     for e in a:

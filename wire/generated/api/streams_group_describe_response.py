@@ -1060,6 +1060,10 @@ _T_DescribedGroup_v0 = {}
 
 
 def _w_DescribedGroup_v0(o, w):
+    if o.topology_description is not None:
+        raise _p.EncodeError('DescribedGroup.topology_description cannot be sent at version 0; leave it at its default')
+    if o.topology_description_status != 0:
+        raise _p.EncodeError('DescribedGroup.topology_description_status cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     _p.write_compact_string(w, o.group_id)

@@ -279,6 +279,8 @@ _T_StreamsGroupHeartbeatResponse_v0 = {}
 
 
 def _w_StreamsGroupHeartbeatResponse_v0(o, w):
+    if o.topology_description_required != False:
+        raise _p.EncodeError('StreamsGroupHeartbeatResponse.topology_description_required cannot be sent at version 0; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     _p.write_compact_string(w, o.member_id)
@@ -390,6 +392,8 @@ _T_StreamsGroupHeartbeatResponse_v1 = {}
 
 
 def _w_StreamsGroupHeartbeatResponse_v1(o, w):
+    if o.acceptable_recovery_lag_legacy != 0:
+        raise _p.EncodeError('StreamsGroupHeartbeatResponse.acceptable_recovery_lag_legacy cannot be sent at version 1; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     _p.write_compact_string(w, o.member_id)

@@ -100,6 +100,8 @@ def _r_SyncGroupRequest_v0(buf, pos):
 
 
 def _w_SyncGroupRequest_v0(o, w):
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('SyncGroupRequest.group_instance_id cannot be sent at versions 0-2; leave it at its default')
     _p.write_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     _p.write_string(w, o.member_id)

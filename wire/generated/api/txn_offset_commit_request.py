@@ -141,6 +141,12 @@ def _r_TxnOffsetCommitRequest_v0(buf, pos):
 
 
 def _w_TxnOffsetCommitRequest_v0(o, w):
+    if o.generation_id_or_member_epoch != -1:
+        raise _p.EncodeError('TxnOffsetCommitRequest.generation_id_or_member_epoch cannot be sent at versions 0-1; leave it at its default')
+    if o.member_id != '':
+        raise _p.EncodeError('TxnOffsetCommitRequest.member_id cannot be sent at versions 0-1; leave it at its default')
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('TxnOffsetCommitRequest.group_instance_id cannot be sent at versions 0-1; leave it at its default')
     _p.write_string(w, o.transactional_id)
     _p.write_string(w, o.group_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
@@ -170,6 +176,12 @@ def _r_TxnOffsetCommitRequest_v2(buf, pos):
 
 
 def _w_TxnOffsetCommitRequest_v2(o, w):
+    if o.generation_id_or_member_epoch != -1:
+        raise _p.EncodeError('TxnOffsetCommitRequest.generation_id_or_member_epoch cannot be sent at version 2; leave it at its default')
+    if o.member_id != '':
+        raise _p.EncodeError('TxnOffsetCommitRequest.member_id cannot be sent at version 2; leave it at its default')
+    if o.group_instance_id is not None:
+        raise _p.EncodeError('TxnOffsetCommitRequest.group_instance_id cannot be sent at version 2; leave it at its default')
     _p.write_string(w, o.transactional_id)
     _p.write_string(w, o.group_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)

@@ -98,6 +98,8 @@ _T_UpdateFeaturesRequest_v0 = {}
 
 
 def _w_UpdateFeaturesRequest_v0(o, w):
+    if o.validate_only != False:
+        raise _p.EncodeError('UpdateFeaturesRequest.validate_only cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.timeout_ms)
     a = o.feature_updates
     _p.write_compact_array_len(w, len(a))
@@ -157,6 +159,8 @@ _T_FeatureUpdateKey_v0 = {}
 
 
 def _w_FeatureUpdateKey_v0(o, w):
+    if o.upgrade_type != 1:
+        raise _p.EncodeError('FeatureUpdateKey.upgrade_type cannot be sent at version 0; leave it at its default')
     _p.write_compact_string(w, o.feature)
     w += _S_ho.pack(o.max_version_level, o.allow_downgrade)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
@@ -180,6 +184,8 @@ _T_FeatureUpdateKey_v1 = {}
 
 
 def _w_FeatureUpdateKey_v1(o, w):
+    if o.allow_downgrade != False:
+        raise _p.EncodeError('FeatureUpdateKey.allow_downgrade cannot be sent at versions 1-2; leave it at its default')
     _p.write_compact_string(w, o.feature)
     w += _S_hb.pack(o.max_version_level, o.upgrade_type)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)

@@ -225,6 +225,8 @@ _T_PartitionData_v0 = {}
 
 
 def _w_PartitionData_v0(o, w):
+    if o.pre_vote != False:
+        raise _p.EncodeError('PartitionData.pre_vote cannot be sent at version 0; leave it at its default')
     w += _S_iiiiq.pack(o.partition_index, o.replica_epoch, o.replica_id, o.last_offset_epoch, o.last_offset)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
@@ -246,6 +248,8 @@ _T_PartitionData_v1 = {}
 
 
 def _w_PartitionData_v1(o, w):
+    if o.pre_vote != False:
+        raise _p.EncodeError('PartitionData.pre_vote cannot be sent at version 1; leave it at its default')
     w += _S_iiiuuiq.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

@@ -148,6 +148,8 @@ _T_VoteResponse_v0 = {}
 
 
 def _w_VoteResponse_v0(o, w):
+    if o.node_endpoints is None or len(o.node_endpoints) > 0:
+        raise _p.EncodeError('VoteResponse.node_endpoints cannot be sent at version 0; leave it at its default')
     w += _S_h.pack(o.error_code)
     a = o.topics
     _p.write_compact_array_len(w, len(a))

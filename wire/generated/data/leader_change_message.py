@@ -167,6 +167,8 @@ _T_Voter_v0 = {}
 
 
 def _w_Voter_v0(o, w):
+    if o.voter_directory_id != _p.ZERO_UUID:
+        raise _p.EncodeError('Voter.voter_directory_id cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.voter_id)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

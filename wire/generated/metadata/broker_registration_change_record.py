@@ -82,6 +82,12 @@ _T_BrokerRegistrationChangeRecord_v0 = {0: _t_BrokerRegistrationChangeRecord_v0_
 
 
 def _w_BrokerRegistrationChangeRecord_v0(o, w):
+    if o.in_controlled_shutdown != 0:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.in_controlled_shutdown cannot be sent at version 0; leave it at its default')
+    if o.log_dirs is None or len(o.log_dirs) > 0:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 0; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 0; leave it at its default')
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     tags = []
     if o.fenced != 0:
@@ -123,6 +129,10 @@ _T_BrokerRegistrationChangeRecord_v1 = {0: _t_BrokerRegistrationChangeRecord_v1_
 
 
 def _w_BrokerRegistrationChangeRecord_v1(o, w):
+    if o.log_dirs is None or len(o.log_dirs) > 0:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 1; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 1; leave it at its default')
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     tags = []
     if o.fenced != 0:
@@ -174,6 +184,8 @@ _T_BrokerRegistrationChangeRecord_v2 = {0: _t_BrokerRegistrationChangeRecord_v2_
 
 
 def _w_BrokerRegistrationChangeRecord_v2(o, w):
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 2; leave it at its default')
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     tags = []
     if o.fenced != 0:

@@ -150,6 +150,12 @@ _T_PartitionChangeRecord_v0 = {0: _t_PartitionChangeRecord_v0_0, 1: _t_Partition
 
 
 def _w_PartitionChangeRecord_v0(o, w):
+    if o.directories is not None:
+        raise _p.EncodeError('PartitionChangeRecord.directories cannot be sent at version 0; leave it at its default')
+    if o.eligible_leader_replicas is not None:
+        raise _p.EncodeError('PartitionChangeRecord.eligible_leader_replicas cannot be sent at version 0; leave it at its default')
+    if o.last_known_elr is not None:
+        raise _p.EncodeError('PartitionChangeRecord.last_known_elr cannot be sent at version 0; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     tags = []
     if o.isr is not None:
@@ -281,6 +287,10 @@ _T_PartitionChangeRecord_v1 = {0: _t_PartitionChangeRecord_v1_0, 1: _t_Partition
 
 
 def _w_PartitionChangeRecord_v1(o, w):
+    if o.eligible_leader_replicas is not None:
+        raise _p.EncodeError('PartitionChangeRecord.eligible_leader_replicas cannot be sent at version 1; leave it at its default')
+    if o.last_known_elr is not None:
+        raise _p.EncodeError('PartitionChangeRecord.last_known_elr cannot be sent at version 1; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     tags = []
     if o.isr is not None:

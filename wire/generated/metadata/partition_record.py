@@ -121,6 +121,12 @@ _T_PartitionRecord_v0 = {0: _t_PartitionRecord_v0_0}
 
 
 def _w_PartitionRecord_v0(o, w):
+    if o.directories is None or len(o.directories) > 0:
+        raise _p.EncodeError('PartitionRecord.directories cannot be sent at version 0; leave it at its default')
+    if o.eligible_leader_replicas is not None:
+        raise _p.EncodeError('PartitionRecord.eligible_leader_replicas cannot be sent at version 0; leave it at its default')
+    if o.last_known_elr is not None:
+        raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 0; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
     _p.write_compact_array_len(w, len(a))
@@ -180,6 +186,10 @@ _T_PartitionRecord_v1 = {0: _t_PartitionRecord_v1_0}
 
 
 def _w_PartitionRecord_v1(o, w):
+    if o.eligible_leader_replicas is not None:
+        raise _p.EncodeError('PartitionRecord.eligible_leader_replicas cannot be sent at version 1; leave it at its default')
+    if o.last_known_elr is not None:
+        raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 1; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
     _p.write_compact_array_len(w, len(a))

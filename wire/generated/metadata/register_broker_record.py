@@ -169,6 +169,14 @@ _T_RegisterBrokerRecord_v0 = {}
 
 
 def _w_RegisterBrokerRecord_v0(o, w):
+    if o.is_migrating_zk_broker != False:
+        raise _p.EncodeError('RegisterBrokerRecord.is_migrating_zk_broker cannot be sent at version 0; leave it at its default')
+    if o.in_controlled_shutdown != False:
+        raise _p.EncodeError('RegisterBrokerRecord.in_controlled_shutdown cannot be sent at version 0; leave it at its default')
+    if o.log_dirs is None or len(o.log_dirs) > 0:
+        raise _p.EncodeError('RegisterBrokerRecord.log_dirs cannot be sent at version 0; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 0; leave it at its default')
     w += _S_iuq.pack(o.broker_id, o.incarnation_id, o.broker_epoch)
     a = o.end_points
     _p.write_compact_array_len(w, len(a))
@@ -217,6 +225,12 @@ _T_RegisterBrokerRecord_v1 = {}
 
 
 def _w_RegisterBrokerRecord_v1(o, w):
+    if o.is_migrating_zk_broker != False:
+        raise _p.EncodeError('RegisterBrokerRecord.is_migrating_zk_broker cannot be sent at version 1; leave it at its default')
+    if o.log_dirs is None or len(o.log_dirs) > 0:
+        raise _p.EncodeError('RegisterBrokerRecord.log_dirs cannot be sent at version 1; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 1; leave it at its default')
     w += _S_iuq.pack(o.broker_id, o.incarnation_id, o.broker_epoch)
     a = o.end_points
     _p.write_compact_array_len(w, len(a))
@@ -264,6 +278,10 @@ _T_RegisterBrokerRecord_v2 = {}
 
 
 def _w_RegisterBrokerRecord_v2(o, w):
+    if o.log_dirs is None or len(o.log_dirs) > 0:
+        raise _p.EncodeError('RegisterBrokerRecord.log_dirs cannot be sent at version 2; leave it at its default')
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 2; leave it at its default')
     w += _S_iouq.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a = o.end_points
     _p.write_compact_array_len(w, len(a))
@@ -317,6 +335,8 @@ _T_RegisterBrokerRecord_v3 = {0: _t_RegisterBrokerRecord_v3_0}
 
 
 def _w_RegisterBrokerRecord_v3(o, w):
+    if o.cordoned_log_dirs is not None:
+        raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 3; leave it at its default')
     w += _S_iouq.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a = o.end_points
     _p.write_compact_array_len(w, len(a))

@@ -123,6 +123,14 @@ def _r_TransactionLogValue_v0(buf, pos):
 
 
 def _w_TransactionLogValue_v0(o, w):
+    if o.previous_producer_id != -1:
+        raise _p.EncodeError('TransactionLogValue.previous_producer_id cannot be sent at version 0; leave it at its default')
+    if o.next_producer_id != -1:
+        raise _p.EncodeError('TransactionLogValue.next_producer_id cannot be sent at version 0; leave it at its default')
+    if o.next_producer_epoch != -1:
+        raise _p.EncodeError('TransactionLogValue.next_producer_epoch cannot be sent at version 0; leave it at its default')
+    if o.client_transaction_version != 0:
+        raise _p.EncodeError('TransactionLogValue.client_transaction_version cannot be sent at version 0; leave it at its default')
     w += _S_qhib.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
     a = o.transaction_partitions
     if a is None:

@@ -20,6 +20,7 @@ Truncation surfaces as :class:`struct.error`, :class:`IndexError` or
 from __future__ import annotations
 
 import base64
+import operator
 import struct
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple, Self
@@ -76,7 +77,11 @@ def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
 
 
 def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         raise DecodeError("non-nullable compact string is null")
     end = pos + n - 1
@@ -85,7 +90,11 @@ def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
 
 
 def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         return None, pos
     end = pos + n - 1
@@ -115,7 +124,11 @@ def write_nullable_string(w: bytearray, value: str | None) -> None:
 
 def write_compact_string(w: bytearray, value: str) -> None:
     data = _encode_str(value, 0x7FFF)
-    w += encode_uvarint(len(data) + 1)
+    n = len(data) + 1
+    if n < 0x80:
+        w.append(n)
+    else:
+        w += encode_uvarint(n)
     w += data
 
 
@@ -152,7 +165,11 @@ def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
 
 
 def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         raise DecodeError("non-nullable compact bytes field is null")
     end = pos + n - 1
@@ -161,7 +178,11 @@ def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
 
 
 def read_compact_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         return None, pos
     end = pos + n - 1
@@ -183,7 +204,11 @@ def read_records(buf: Buffer, pos: int) -> tuple[memoryview | None, int]:
 
 
 def read_compact_records(buf: Buffer, pos: int) -> tuple[memoryview | None, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         return None, pos
     end = pos + n - 1
@@ -205,7 +230,11 @@ def write_nullable_bytes(w: bytearray, value: Buffer | None) -> None:
 
 
 def write_compact_bytes(w: bytearray, value: Buffer) -> None:
-    w += encode_uvarint(len(value) + 1)
+    n = len(value) + 1
+    if n < 0x80:
+        w.append(n)
+    else:
+        w += encode_uvarint(n)
     w += value
 
 
@@ -213,7 +242,11 @@ def write_compact_nullable_bytes(w: bytearray, value: Buffer | None) -> None:
     if value is None:
         w.append(0)
     else:
-        w += encode_uvarint(len(value) + 1)
+        n = len(value) + 1
+        if n < 0x80:
+            w.append(n)
+        else:
+            w += encode_uvarint(n)
         w += value
 
 
@@ -244,7 +277,11 @@ def read_nullable_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def read_compact_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         raise DecodeError("non-nullable compact array is null")
     n -= 1
@@ -255,18 +292,57 @@ def read_compact_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def read_compact_nullable_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
     """Return -1 for a null array."""
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:  # a one-byte length: by far the most common
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     n -= 1
     if n > len(buf) - pos:
         raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")
     return n, pos
 
 
+# Precompiled structs for the short fixed-width arrays that dominate real messages
+# (replica lists, partition ids): code -> tuple indexed by element count.
+_SHORT_ARRAY = 64
+_ARRAY_STRUCTS: dict[str, tuple[struct.Struct, ...]] = {
+    code: tuple(struct.Struct(f">{n}{code}") for n in range(_SHORT_ARRAY))
+    for code in ("?", "b", "h", "H", "i", "I", "q", "d")
+}
+
+
 def read_fixed_array(buf: Buffer, pos: int, n: int, code: str, size: int) -> tuple[list[Any], int]:
     """An array of fixed-width elements in one unpack (``code`` is a struct code)."""
     end = pos + n * size
     _need(buf, end, "array")
+    if n < _SHORT_ARRAY:
+        return list(_ARRAY_STRUCTS[code][n].unpack_from(buf, pos)), end
     return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+
+
+def read_compact_fixed_array(buf: Buffer, pos: int, code: str, size: int) -> tuple[list[Any], int]:
+    """A non-nullable compact array of fixed-width elements: length and elements at once."""
+    n = buf[pos] - 1
+    if 0 <= n < _SHORT_ARRAY:  # a one-byte length of a short array
+        pos += 1
+        end = pos + n * size
+        if end > len(buf):
+            raise DecodeError(f"array runs {end - len(buf)} bytes past the end of the buffer")
+        return list(_ARRAY_STRUCTS[code][n].unpack_from(buf, pos)), end
+    n, pos = read_compact_array_len(buf, pos)
+    return read_fixed_array(buf, pos, n, code, size)
+
+
+def write_compact_fixed_array(w: bytearray, values: list[Any], code: str) -> None:
+    """Length (compact) and elements of an array of fixed-width elements."""
+    n = len(values)
+    if n < _SHORT_ARRAY:
+        w.append(n + 1)
+        w += _ARRAY_STRUCTS[code][n].pack(*values)
+    else:
+        w += encode_uvarint(n + 1)
+        w += struct.pack(f">{n}{code}", *values)
 
 
 def write_array_len(w: bytearray, n: int) -> None:
@@ -274,11 +350,18 @@ def write_array_len(w: bytearray, n: int) -> None:
 
 
 def write_compact_array_len(w: bytearray, n: int) -> None:
-    w += encode_uvarint(n + 1)
+    if 0 <= n < 0x7F:
+        w.append(n + 1)
+    else:
+        w += encode_uvarint(n + 1)
 
 
 def write_fixed_array(w: bytearray, values: list[Any], code: str) -> None:
-    w += struct.pack(f">{len(values)}{code}", *values)
+    n = len(values)
+    if n < _SHORT_ARRAY:
+        w += _ARRAY_STRUCTS[code][n].pack(*values)
+    else:
+        w += struct.pack(f">{n}{code}", *values)
 
 
 # -- tagged fields ---------------------------------------------------------------------
@@ -312,6 +395,9 @@ def write_tagged_fields(
     w: bytearray, known: list[tuple[int, bytearray]], unknown: TaggedFields
 ) -> None:
     """Write known (already encoded) and unknown tagged fields, in ascending tag order."""
+    if not known and not unknown:
+        w.append(0)
+        return
     fields: list[tuple[int, Buffer]] = [*known, *unknown]
     if len(fields) > 1:
         fields.sort(key=lambda item: item[0])
@@ -375,6 +461,8 @@ class Field(NamedTuple):
 
 
 _MISSING: Any = object()
+_EQ_KEYS: dict[type[Struct], Callable[[Any], Any]] = {}
+"""Per class, a getter of all its slot values as one tuple (built on first comparison)."""
 EMPTY: Any = type("EmptyDefault", (), {"__repr__": lambda self: "EMPTY"})()
 """Constructor default for array and struct fields: a fresh empty value per instance."""
 
@@ -401,7 +489,13 @@ class Struct:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self._slot_names())
+        key = _EQ_KEYS.get(type(self))
+        if key is None:
+            key = _EQ_KEYS[type(self)] = operator.attrgetter(*self._slot_names())
+        # One C-level getter and a tuple comparison instead of a generator of getattr
+        # calls: equality of default structs is on the hot path of tagged-field writers.
+        result: bool = key(self) == key(other)
+        return result
 
     __hash__ = None  # type: ignore[assignment]
 

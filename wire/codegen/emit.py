@@ -122,6 +122,12 @@ class _Module:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.structs: dict[str, str] = {}  # name -> format
+        self.defaults: set[str] = set()  # struct classes with a module-level default
+
+    def default_instance(self, struct: str) -> str:
+        """Name of a module-level default instance of ``struct`` (emitted after classes)."""
+        self.defaults.add(struct)
+        return f"_D_{struct}"
 
     def struct_const(self, types: list[str]) -> str:
         name = "_S_" + "".join(_NAME_LETTERS[t] for t in types)
@@ -155,6 +161,12 @@ def _read_field(m: _Module, fl: FieldLayout, target: str, indent: str) -> list[s
     f = fl.spec
     out: list[str] = []
     if f.is_array:
+        element = f.element_type
+        if element in PRIMITIVES and element != "uuid" and fl.compact and not fl.nullable:
+            # The common case (replica lists, partition ids): length and elements in one call.
+            code, size = FIXED_CODES[element], FIXED_SIZES[element]
+            call = f"_p.read_compact_fixed_array(buf, pos, {code!r}, {size})"
+            return [f"{indent}{target}, pos = {call}"]
         out.append(
             f"{indent}n, pos = {_array_len_reader(fl.compact, fl.nullable)}array_len(buf, pos)"
         )
@@ -215,8 +227,11 @@ def _write_field(m: _Module, fl: FieldLayout, value: str, w: str, indent: str) -
             out.append(f"{indent}else:")
             body = indent + "    "
         prefix = "compact_" if fl.compact else ""
-        out.append(f"{body}_p.write_{prefix}array_len({w}, len(a))")
         element = f.element_type
+        if element in PRIMITIVES and element != "uuid" and fl.compact:
+            out.append(f"{body}_p.write_compact_fixed_array({w}, a, {FIXED_CODES[element]!r})")
+            return out
+        out.append(f"{body}_p.write_{prefix}array_len({w}, len(a))")
         if element in PRIMITIVES and element != "uuid":
             out.append(f"{body}_p.write_fixed_array({w}, a, {FIXED_CODES[element]!r})")
         elif element == "uuid":
@@ -261,13 +276,17 @@ def _runs(fields: list[FieldLayout]) -> list[list[FieldLayout]]:
     return runs
 
 
-def _non_default_test(fl: FieldLayout, attr: str) -> str:
+def _non_default_test(m: _Module, fl: FieldLayout, attr: str) -> str:
     f = fl.spec
     literal = default_literal(f)
     if literal == "None":
         return f"{attr} is not None"
     if f.is_array:
         return f"{attr} is None or len({attr}) > 0"
+    if f.struct is not None:
+        # Compare with one module-level default instance (never handed out, so never
+        # mutated) instead of constructing a fresh default on every write.
+        return f"{attr} != {m.default_instance(f.struct.name)}"
     return f"{attr} != {literal}"
 
 
@@ -329,7 +348,7 @@ def _emit_writer(m: _Module, layout: StructLayout) -> list[str]:
         if fl.mode == "absent" and not fl.spec.ignorable:
             attr = f"o.{snake(fl.spec.name)}"
             message = f"{layout.struct.name}.{snake(fl.spec.name)} cannot be sent at {versions}"
-            out.append(f"    if {_non_default_test(fl, attr)}:")
+            out.append(f"    if {_non_default_test(m, fl, attr)}:")
             out.append(f"        raise _p.EncodeError({message + '; leave it at its default'!r})")
     for run in _runs(layout.fields):
         first = run[0]
@@ -349,7 +368,7 @@ def _emit_writer(m: _Module, layout: StructLayout) -> list[str]:
             out.append("    tags = []")
             for fl in tagged:
                 attr = f"o.{snake(fl.spec.name)}"
-                out.append(f"    if {_non_default_test(fl, attr)}:")
+                out.append(f"    if {_non_default_test(m, fl, attr)}:")
                 out.append("        t = bytearray()")
                 out.extend(_write_field(m, fl, attr, "t", "        "))
                 out.append(f"        tags.append(({fl.spec.tag}, t))")
@@ -461,5 +480,6 @@ def render(spec: MessageSpec, source: str) -> str:
             writers.append(f"_w_{found.suffix}" if found else "None")
         body.append(f"{spec.root.name}._READERS = ({', '.join(readers)},)")
         body.append(f"{spec.root.name}._WRITERS = ({', '.join(writers)},)")
+    body.extend(f"_D_{name} = {name}()" for name in sorted(m.defaults))
     consts = [f"{name} = _Struct({fmt!r})" for name, fmt in sorted(m.structs.items())]
     return HEADER.format(source=source) + "\n".join(consts) + "\n" + "\n".join(body) + "\n"

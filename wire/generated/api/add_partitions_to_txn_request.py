@@ -227,8 +227,7 @@ def _r_AddPartitionsToTxnTopic_v3(buf, pos):
     o = _new(AddPartitionsToTxnTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -242,8 +241,7 @@ _T_AddPartitionsToTxnTopic_v3 = {}
 def _w_AddPartitionsToTxnTopic_v3(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

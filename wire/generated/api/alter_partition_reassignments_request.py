@@ -175,8 +175,7 @@ def _w_ReassignablePartition_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
-        _p.write_fixed_array(w, a, 'i')
+        _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

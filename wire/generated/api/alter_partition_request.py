@@ -211,8 +211,7 @@ def _r_PartitionData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.new_isr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.new_isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader_recovery_state, o.partition_epoch, = _S_bi.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:
@@ -230,8 +229,7 @@ def _w_PartitionData_v2(o, w):
         raise _p.EncodeError('PartitionData.new_isr_with_epochs cannot be sent at version 2; leave it at its default')
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

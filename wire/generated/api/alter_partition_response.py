@@ -143,8 +143,7 @@ def _r_PartitionData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.isr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader_recovery_state, o.partition_epoch, = _S_bi.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:
@@ -160,8 +159,7 @@ _T_PartitionData_v2 = {}
 def _w_PartitionData_v2(o, w):
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 

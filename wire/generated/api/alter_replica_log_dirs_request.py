@@ -143,8 +143,7 @@ def _r_AlterReplicaLogDirTopic_v2(buf, pos):
     o = _new(AlterReplicaLogDirTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -158,8 +157,7 @@ _T_AlterReplicaLogDirTopic_v2 = {}
 def _w_AlterReplicaLogDirTopic_v2(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

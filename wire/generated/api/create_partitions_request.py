@@ -155,8 +155,7 @@ def _w_CreatePartitionsAssignment_v0(o, w):
 def _r_CreatePartitionsAssignment_v2(buf, pos):
     o = _new(CreatePartitionsAssignment)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.broker_ids, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -169,8 +168,7 @@ _T_CreatePartitionsAssignment_v2 = {}
 
 def _w_CreatePartitionsAssignment_v2(o, w):
     a = o.broker_ids
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

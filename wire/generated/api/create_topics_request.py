@@ -194,8 +194,7 @@ def _r_CreatableReplicaAssignment_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.broker_ids, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -209,8 +208,7 @@ _T_CreatableReplicaAssignment_v5 = {}
 def _w_CreatableReplicaAssignment_v5(o, w):
     w += _S_i.pack(o.partition_index)
     a = o.broker_ids
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

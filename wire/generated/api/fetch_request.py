@@ -225,7 +225,7 @@ def _r_FetchRequest_v4(buf, pos):
 
 
 def _w_FetchRequest_v4(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 4; leave it at its default')
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
         raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at version 4; leave it at its default')
@@ -257,7 +257,7 @@ def _r_FetchRequest_v5(buf, pos):
 
 
 def _w_FetchRequest_v5(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 5-6; leave it at its default')
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
         raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at versions 5-6; leave it at its default')
@@ -292,7 +292,7 @@ def _r_FetchRequest_v7(buf, pos):
 
 
 def _w_FetchRequest_v7(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 7-8; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -329,7 +329,7 @@ def _r_FetchRequest_v9(buf, pos):
 
 
 def _w_FetchRequest_v9(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 9-10; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -366,7 +366,7 @@ def _r_FetchRequest_v11(buf, pos):
 
 
 def _w_FetchRequest_v11(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 11; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -416,7 +416,7 @@ _T_FetchRequest_v12 = {0: _t_FetchRequest_v12_0}
 
 
 def _w_FetchRequest_v12(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 12; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -472,7 +472,7 @@ _T_FetchRequest_v13 = {0: _t_FetchRequest_v13_0}
 
 
 def _w_FetchRequest_v13(o, w):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 13-14; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -551,7 +551,7 @@ def _w_FetchRequest_v15(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
@@ -617,7 +617,7 @@ def _w_FetchRequest_v17(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
@@ -683,7 +683,7 @@ def _w_FetchRequest_v18(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
@@ -1073,8 +1073,7 @@ def _r_ForgottenTopic_v12(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1088,8 +1087,7 @@ _T_ForgottenTopic_v12 = {}
 def _w_ForgottenTopic_v12(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -1099,8 +1097,7 @@ def _r_ForgottenTopic_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1114,8 +1111,7 @@ _T_ForgottenTopic_v13 = {}
 def _w_ForgottenTopic_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -1159,3 +1155,4 @@ ForgottenTopic._FIELDS = (
 )
 FetchRequest._READERS = (None, None, None, None, _r_FetchRequest_v4, _r_FetchRequest_v5, _r_FetchRequest_v5, _r_FetchRequest_v7, _r_FetchRequest_v7, _r_FetchRequest_v9, _r_FetchRequest_v9, _r_FetchRequest_v11, _r_FetchRequest_v12, _r_FetchRequest_v13, _r_FetchRequest_v13, _r_FetchRequest_v15, _r_FetchRequest_v15, _r_FetchRequest_v17, _r_FetchRequest_v18,)
 FetchRequest._WRITERS = (None, None, None, None, _w_FetchRequest_v4, _w_FetchRequest_v5, _w_FetchRequest_v5, _w_FetchRequest_v7, _w_FetchRequest_v7, _w_FetchRequest_v9, _w_FetchRequest_v9, _w_FetchRequest_v11, _w_FetchRequest_v12, _w_FetchRequest_v13, _w_FetchRequest_v13, _w_FetchRequest_v15, _w_FetchRequest_v15, _w_FetchRequest_v17, _w_FetchRequest_v18,)
+_D_ReplicaState = ReplicaState()

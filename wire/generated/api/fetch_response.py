@@ -593,11 +593,11 @@ def _r_PartitionData_v4(buf, pos):
 
 
 def _w_PartitionData_v4(o, w):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 4; leave it at its default')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 4; leave it at its default')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 4; leave it at its default')
     if o.preferred_read_replica != -1:
         raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at version 4; leave it at its default')
@@ -635,11 +635,11 @@ def _r_PartitionData_v5(buf, pos):
 
 
 def _w_PartitionData_v5(o, w):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at versions 5-10; leave it at its default')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at versions 5-10; leave it at its default')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at versions 5-10; leave it at its default')
     if o.preferred_read_replica != -1:
         raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at versions 5-10; leave it at its default')
@@ -678,11 +678,11 @@ def _r_PartitionData_v11(buf, pos):
 
 
 def _w_PartitionData_v11(o, w):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 11; leave it at its default')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 11; leave it at its default')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 11; leave it at its default')
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a = o.aborted_transactions
@@ -753,15 +753,15 @@ def _w_PartitionData_v12(o, w):
     w += _S_i.pack(o.preferred_read_replica)
     _p.write_compact_nullable_bytes(w, o.records)
     tags = []
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         t = bytearray()
         _w_EpochEndOffset_v12(o.diverging_epoch, t)
         tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v12(o.current_leader, t)
         tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         t = bytearray()
         _w_SnapshotId_v12(o.snapshot_id, t)
         tags.append((2, t))
@@ -971,3 +971,6 @@ NodeEndpoint._FIELDS = (
 )
 FetchResponse._READERS = (None, None, None, None, _r_FetchResponse_v4, _r_FetchResponse_v5, _r_FetchResponse_v5, _r_FetchResponse_v7, _r_FetchResponse_v7, _r_FetchResponse_v7, _r_FetchResponse_v7, _r_FetchResponse_v11, _r_FetchResponse_v12, _r_FetchResponse_v13, _r_FetchResponse_v13, _r_FetchResponse_v13, _r_FetchResponse_v16, _r_FetchResponse_v16, _r_FetchResponse_v16,)
 FetchResponse._WRITERS = (None, None, None, None, _w_FetchResponse_v4, _w_FetchResponse_v5, _w_FetchResponse_v5, _w_FetchResponse_v7, _w_FetchResponse_v7, _w_FetchResponse_v7, _w_FetchResponse_v7, _w_FetchResponse_v11, _w_FetchResponse_v12, _w_FetchResponse_v13, _w_FetchResponse_v13, _w_FetchResponse_v13, _w_FetchResponse_v16, _w_FetchResponse_v16, _w_FetchResponse_v16,)
+_D_EpochEndOffset = EpochEndOffset()
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_D_SnapshotId = SnapshotId()

@@ -334,7 +334,7 @@ def _w_PartitionSnapshot_v0(o, w):
     w += _S_qq.pack(o.size, o.position)
     _p.write_compact_nullable_bytes(w, o.unaligned_records)
     tags = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v0(o.current_leader, t)
         tags.append((0, t))
@@ -429,3 +429,4 @@ NodeEndpoint._FIELDS = (
 )
 FetchSnapshotResponse._READERS = (_r_FetchSnapshotResponse_v0, _r_FetchSnapshotResponse_v1,)
 FetchSnapshotResponse._WRITERS = (_w_FetchSnapshotResponse_v0, _w_FetchSnapshotResponse_v1,)
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()

@@ -73,8 +73,7 @@ def _r_GetTelemetrySubscriptionsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id, = _S_ihui.unpack_from(buf, pos)
     pos += 26
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.accepted_compression_types, pos = _p.read_fixed_array(buf, pos, n, 'b', 1)
+    o.accepted_compression_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, = _S_iio.unpack_from(buf, pos)
     pos += 9
     n, pos = _p.read_compact_array_len(buf, pos)
@@ -96,8 +95,7 @@ _T_GetTelemetrySubscriptionsResponse_v0 = {}
 def _w_GetTelemetrySubscriptionsResponse_v0(o, w):
     w += _S_ihui.pack(o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id)
     a = o.accepted_compression_types
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'b')
+    _p.write_compact_fixed_array(w, a, 'b')
     w += _S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     a = o.requested_metrics
     _p.write_compact_array_len(w, len(a))

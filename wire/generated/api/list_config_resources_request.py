@@ -58,8 +58,7 @@ def _w_ListConfigResourcesRequest_v0(o, w):
 def _r_ListConfigResourcesRequest_v1(buf, pos):
     o = _new(ListConfigResourcesRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.resource_types, pos = _p.read_fixed_array(buf, pos, n, 'b', 1)
+    o.resource_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -72,8 +71,7 @@ _T_ListConfigResourcesRequest_v1 = {}
 
 def _w_ListConfigResourcesRequest_v1(o, w):
     a = o.resource_types
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'b')
+    _p.write_compact_fixed_array(w, a, 'b')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

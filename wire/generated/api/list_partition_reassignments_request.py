@@ -100,8 +100,7 @@ def _r_ListPartitionReassignmentsTopics_v0(buf, pos):
     o = _new(ListPartitionReassignmentsTopics)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_indexes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -115,8 +114,7 @@ _T_ListPartitionReassignmentsTopics_v0 = {}
 def _w_ListPartitionReassignmentsTopics_v0(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -135,12 +135,9 @@ def _r_OngoingPartitionReassignment_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.adding_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.removing_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -154,14 +151,11 @@ _T_OngoingPartitionReassignment_v0 = {}
 def _w_OngoingPartitionReassignment_v0(o, w):
     w += _S_i.pack(o.partition_index)
     a = o.replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -58,8 +58,7 @@ def _r_ListTransactionsRequest_v0(buf, pos):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.producer_id_filters, pos = _p.read_fixed_array(buf, pos, n, 'q', 8)
+    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -80,8 +79,7 @@ def _w_ListTransactionsRequest_v0(o, w):
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'q')
+    _p.write_compact_fixed_array(w, a, 'q')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -95,8 +93,7 @@ def _r_ListTransactionsRequest_v1(buf, pos):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.producer_id_filters, pos = _p.read_fixed_array(buf, pos, n, 'q', 8)
+    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     o.duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     if buf[pos] == 0:
@@ -117,8 +114,7 @@ def _w_ListTransactionsRequest_v1(o, w):
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'q')
+    _p.write_compact_fixed_array(w, a, 'q')
     w += _S_q.pack(o.duration_filter)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
@@ -132,8 +128,7 @@ def _r_ListTransactionsRequest_v2(buf, pos):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.producer_id_filters, pos = _p.read_fixed_array(buf, pos, n, 'q', 8)
+    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     o.duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     o.transactional_id_pattern, pos = _p.read_compact_nullable_string(buf, pos)
@@ -153,8 +148,7 @@ def _w_ListTransactionsRequest_v2(o, w):
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'q')
+    _p.write_compact_fixed_array(w, a, 'q')
     w += _S_q.pack(o.duration_filter)
     _p.write_compact_nullable_string(w, o.transactional_id_pattern)
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)

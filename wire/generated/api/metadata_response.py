@@ -843,12 +843,9 @@ def _r_MetadataResponsePartition_v9(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch, = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.replica_nodes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.isr_nodes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.offline_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.replica_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.isr_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.offline_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -862,14 +859,11 @@ _T_MetadataResponsePartition_v9 = {}
 def _w_MetadataResponsePartition_v9(o, w):
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr_nodes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.offline_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -394,8 +394,7 @@ def _r_OffsetFetchRequestTopic_v6(buf, pos):
     o = _new(OffsetFetchRequestTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_indexes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -409,8 +408,7 @@ _T_OffsetFetchRequestTopic_v6 = {}
 def _w_OffsetFetchRequestTopic_v6(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -419,8 +417,7 @@ def _r_OffsetFetchRequestTopics_v8(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_indexes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -434,8 +431,7 @@ _T_OffsetFetchRequestTopics_v8 = {}
 def _w_OffsetFetchRequestTopics_v8(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -445,8 +441,7 @@ def _r_OffsetFetchRequestTopics_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_indexes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -460,8 +455,7 @@ _T_OffsetFetchRequestTopics_v10 = {}
 def _w_OffsetFetchRequestTopics_v10(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partition_indexes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -463,7 +463,7 @@ def _r_PartitionProduceResponse_v3(buf, pos):
 
 
 def _w_PartitionProduceResponse_v3(o, w):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 3-4; leave it at its default')
     w += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
@@ -480,7 +480,7 @@ def _r_PartitionProduceResponse_v5(buf, pos):
 
 
 def _w_PartitionProduceResponse_v5(o, w):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 5-7; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
@@ -502,7 +502,7 @@ def _r_PartitionProduceResponse_v8(buf, pos):
 
 
 def _w_PartitionProduceResponse_v8(o, w):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 8; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
@@ -536,7 +536,7 @@ _T_PartitionProduceResponse_v9 = {}
 
 
 def _w_PartitionProduceResponse_v9(o, w):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 9; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
@@ -583,7 +583,7 @@ def _w_PartitionProduceResponse_v10(o, w):
         _w_BatchIndexAndErrorMessage_v9(e, w)
     _p.write_compact_nullable_string(w, o.error_message)
     tags = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v10(o.current_leader, t)
         tags.append((0, t))
@@ -810,3 +810,4 @@ NodeEndpoint._FIELDS = (
 )
 ProduceResponse._READERS = (None, None, None, _r_ProduceResponse_v3, _r_ProduceResponse_v3, _r_ProduceResponse_v5, _r_ProduceResponse_v5, _r_ProduceResponse_v5, _r_ProduceResponse_v8, _r_ProduceResponse_v9, _r_ProduceResponse_v10, _r_ProduceResponse_v10, _r_ProduceResponse_v10, _r_ProduceResponse_v13,)
 ProduceResponse._WRITERS = (None, None, None, _w_ProduceResponse_v3, _w_ProduceResponse_v3, _w_ProduceResponse_v5, _w_ProduceResponse_v5, _w_ProduceResponse_v5, _w_ProduceResponse_v8, _w_ProduceResponse_v9, _w_ProduceResponse_v10, _w_ProduceResponse_v10, _w_ProduceResponse_v10, _w_ProduceResponse_v13,)
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()

@@ -197,8 +197,7 @@ def _r_AcknowledgementBatch_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.first_offset, o.last_offset, = _S_qq.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.acknowledge_types, pos = _p.read_fixed_array(buf, pos, n, 'b', 1)
+    o.acknowledge_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -212,8 +211,7 @@ _T_AcknowledgementBatch_v1 = {}
 def _w_AcknowledgementBatch_v1(o, w):
     w += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'b')
+    _p.write_compact_fixed_array(w, a, 'b')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

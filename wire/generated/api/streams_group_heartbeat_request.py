@@ -563,8 +563,7 @@ def _r_TaskIds_v0(buf, pos):
     o = _new(TaskIds)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -578,20 +577,16 @@ _T_TaskIds_v0 = {}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
 def _r_CopartitionGroup_v0(buf, pos):
     o = _new(CopartitionGroup)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.source_topics, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.source_topic_regex, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.repartition_source_topics, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
+    o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -604,14 +599,11 @@ _T_CopartitionGroup_v0 = {}
 
 def _w_CopartitionGroup_v0(o, w):
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     a = o.source_topic_regex
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     a = o.repartition_source_topics
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

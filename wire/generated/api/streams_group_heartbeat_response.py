@@ -463,8 +463,7 @@ def _r_TopicPartition_v0(buf, pos):
     o = _new(TopicPartition)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -478,8 +477,7 @@ _T_TopicPartition_v0 = {}
 def _w_TopicPartition_v0(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 
@@ -487,8 +485,7 @@ def _r_TaskIds_v0(buf, pos):
     o = _new(TaskIds)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -502,8 +499,7 @@ _T_TaskIds_v0 = {}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -98,7 +98,7 @@ _T_UpdateRaftVoterResponse_v0 = {0: _t_UpdateRaftVoterResponse_v0_0}
 def _w_UpdateRaftVoterResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     tags = []
-    if o.current_leader != CurrentLeader():
+    if o.current_leader != _D_CurrentLeader:
         t = bytearray()
         _w_CurrentLeader_v0(o.current_leader, t)
         tags.append((0, t))
@@ -143,3 +143,4 @@ CurrentLeader._FIELDS = (
 )
 UpdateRaftVoterResponse._READERS = (_r_UpdateRaftVoterResponse_v0,)
 UpdateRaftVoterResponse._WRITERS = (_w_UpdateRaftVoterResponse_v0,)
+_D_CurrentLeader = CurrentLeader()

@@ -153,8 +153,7 @@ def _r_WritableTxnMarkerTopic_v1(buf, pos):
     o = _new(WritableTxnMarkerTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_indexes, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -168,8 +167,7 @@ _T_WritableTxnMarkerTopic_v1 = {}
 def _w_WritableTxnMarkerTopic_v1(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -88,8 +88,7 @@ def _r_TopicPartition_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -103,8 +102,7 @@ _T_TopicPartition_v0 = {}
 def _w_TopicPartition_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

@@ -177,8 +177,7 @@ def _r_TaskIds_v0(buf, pos):
     o.assignment_epochs = None
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partitions, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -201,8 +200,7 @@ _T_TaskIds_v0 = {0: _t_TaskIds_v0_0}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     tags = []
     if o.assignment_epochs is not None:
         t = bytearray()
@@ -210,8 +208,7 @@ def _w_TaskIds_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
 

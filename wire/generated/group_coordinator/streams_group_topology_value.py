@@ -242,12 +242,9 @@ def _w_TopicInfo_v0(o, w):
 def _r_CopartitionGroup_v0(buf, pos):
     o = _new(CopartitionGroup)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.source_topics, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.source_topic_regex, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.repartition_source_topics, pos = _p.read_fixed_array(buf, pos, n, 'h', 2)
+    o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -260,14 +257,11 @@ _T_CopartitionGroup_v0 = {}
 
 def _w_CopartitionGroup_v0(o, w):
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     a = o.source_topic_regex
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     a = o.repartition_source_topics
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'h')
+    _p.write_compact_fixed_array(w, a, 'h')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

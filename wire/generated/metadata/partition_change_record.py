@@ -164,8 +164,7 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -177,8 +176,7 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -186,8 +184,7 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -195,8 +192,7 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -299,8 +295,7 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -312,8 +307,7 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -321,8 +315,7 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -330,8 +323,7 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -457,8 +449,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -470,8 +461,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -479,8 +469,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -488,8 +477,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -501,8 +489,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((6, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -510,8 +497,7 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((7, t))
     if o.directories is not None:
         t = bytearray()

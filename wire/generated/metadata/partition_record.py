@@ -94,14 +94,10 @@ def _r_PartitionRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.isr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.removing_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.adding_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
     if buf[pos] == 0:
@@ -129,17 +125,13 @@ def _w_PartitionRecord_v0(o, w):
         raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 0; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     tags = []
     if o.leader_recovery_state != 0:
@@ -157,14 +149,10 @@ def _r_PartitionRecord_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.isr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.removing_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.adding_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
     n, pos = _p.read_compact_array_len(buf, pos)
@@ -192,17 +180,13 @@ def _w_PartitionRecord_v1(o, w):
         raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 1; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a = o.directories
     _p.write_compact_array_len(w, len(a))
@@ -223,14 +207,10 @@ def _r_PartitionRecord_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.isr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.removing_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.adding_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
     n, pos = _p.read_compact_array_len(buf, pos)
@@ -272,17 +252,13 @@ _T_PartitionRecord_v2 = {0: _t_PartitionRecord_v2_0, 1: _t_PartitionRecord_v2_1,
 def _w_PartitionRecord_v2(o, w):
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a = o.directories
     _p.write_compact_array_len(w, len(a))
@@ -298,8 +274,7 @@ def _w_PartitionRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((1, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -307,8 +282,7 @@ def _w_PartitionRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
-            _p.write_fixed_array(t, a, 'i')
+            _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
 

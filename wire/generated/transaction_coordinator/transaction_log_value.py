@@ -246,8 +246,7 @@ def _r_PartitionsSchema_v1(buf, pos):
     o = _new(PartitionsSchema)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
-    o.partition_ids, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
+    o.partition_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -261,8 +260,7 @@ _T_PartitionsSchema_v1 = {}
 def _w_PartitionsSchema_v1(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partition_ids
-    _p.write_compact_array_len(w, len(a))
-    _p.write_fixed_array(w, a, 'i')
+    _p.write_compact_fixed_array(w, a, 'i')
     _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
 
 

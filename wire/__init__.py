@@ -53,6 +53,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "read_request",
 ]
 
 
@@ -86,7 +87,17 @@ def decode_request_header(frame: Buffer) -> tuple[RequestHeader, ApiInfo, int]:
 
 
 def decode_request(frame: Buffer) -> tuple[RequestHeader, Message]:
-    """Decode one request frame (without its size prefix) into ``(header, body)``."""
+    """Decode one request frame (without its size prefix) into ``(header, body)``.
+
+    Bytes after the body are ignored, as Apache Kafka ignores them: librdkafka 2.16
+    sends a few in some requests (Metadata v13, AlterUserScramCredentials v0).
+    """
+    header, body, _ = read_request(frame)
+    return header, body
+
+
+def read_request(frame: Buffer) -> tuple[RequestHeader, Message, int]:
+    """Like :func:`decode_request`, and also the offset where the body ended."""
     header, api, pos = decode_request_header(frame)
     version = header.request_api_version
     try:
@@ -95,9 +106,7 @@ def decode_request(frame: Buffer) -> tuple[RequestHeader, Message]:
         raise
     except DECODE_FAILURES as exc:
         raise DecodeError(f"malformed {api.name} request v{version}: {exc}") from exc
-    if pos != len(frame):
-        raise DecodeError(f"{len(frame) - pos} trailing bytes after {api.name} request v{version}")
-    return header, body
+    return header, body, pos
 
 
 def encode_request(header: RequestHeader, body: Message) -> bytes:

@@ -113,15 +113,7 @@ def encode_request(header: RequestHeader, body: Message) -> bytes:
     """Encode a request frame (without its size prefix) at ``header.request_api_version``."""
     api = _api_of(body, header.request_api_key)
     version = header.request_api_version
-    w = bytearray()
-    try:
-        header.write(w, api.request_header_version(version))
-        body.write(w, version)
-    except EncodeError:
-        raise
-    except ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot encode {api.name} request v{version}: {exc}") from exc
-    return bytes(w)
+    return _encode(header, api.request_header_version(version), body, version, "request")
 
 
 def decode_response(
@@ -149,14 +141,19 @@ def decode_response(
 def encode_response(header: ResponseHeader, body: Message, api_version: int) -> bytes:
     """Encode a response frame (without its size prefix) at ``api_version``."""
     api = _api_of(body, body.API_KEY)
+    header_version = api.response_header_version(api_version)
+    return _encode(header, header_version, body, api_version, "response")
+
+
+def _encode(header: Message, header_version: int, body: Message, version: int, kind: str) -> bytes:
     w = bytearray()
     try:
-        header.write(w, api.response_header_version(api_version))
-        body.write(w, api_version)
+        header.write(w, header_version)
+        body.write(w, version)
     except EncodeError:
         raise
     except ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot encode {api.name} response v{api_version}: {exc}") from exc
+        raise EncodeError(f"cannot encode {body.NAME} ({kind}) v{version}: {exc}") from exc
     return bytes(w)
 
 

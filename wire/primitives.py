@@ -76,12 +76,20 @@ def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     return str(buf[pos:end], "utf-8"), end
 
 
+# Strings are at most 0x7fff bytes in every encoding: Kafka's readers refuse longer
+# compact strings ("had invalid length"), and write_compact_string could not write them
+# back. (The varint holds the length + 1; only multi-byte varints can exceed it.)
+_MAX_COMPACT_STRING = 0x7FFF + 1
+
+
 def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
     n = buf[pos]
     if n < 0x80:  # a one-byte length: by far the most common
         pos += 1
     else:
         n, pos = read_uvarint(buf, pos)
+        if n > _MAX_COMPACT_STRING:
+            raise DecodeError(f"compact string of {n - 1} bytes is longer than 32767")
     if n == 0:
         raise DecodeError("non-nullable compact string is null")
     end = pos + n - 1
@@ -95,6 +103,8 @@ def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int
         pos += 1
     else:
         n, pos = read_uvarint(buf, pos)
+        if n > _MAX_COMPACT_STRING:
+            raise DecodeError(f"compact string of {n - 1} bytes is longer than 32767")
     if n == 0:
         return None, pos
     end = pos + n - 1
@@ -310,6 +320,9 @@ _ARRAY_STRUCTS: dict[str, tuple[struct.Struct, ...]] = {
     code: tuple(struct.Struct(f">{n}{code}") for n in range(_SHORT_ARRAY))
     for code in ("?", "b", "h", "H", "i", "I", "q", "d")
 }
+# The same, for generated code that inlines the short-array fast path.
+SHORT_ARRAY = _SHORT_ARRAY
+ARRAY_STRUCTS = _ARRAY_STRUCTS
 
 
 def read_fixed_array(buf: Buffer, pos: int, n: int, code: str, size: int) -> tuple[list[Any], int]:

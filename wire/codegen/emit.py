@@ -21,6 +21,7 @@ from millpond.wire.codegen.layout import (
     compute,
 )
 from millpond.wire.codegen.spec import PRIMITIVES, FieldSpec, MessageSpec, StructSpec
+from millpond.wire.primitives import SHORT_ARRAY
 
 _PY_TYPES = {
     "bool": "bool",
@@ -123,11 +124,28 @@ class _Module:
         self.lines: list[str] = []
         self.structs: dict[str, str] = {}  # name -> format
         self.defaults: set[str] = set()  # struct classes with a module-level default
+        self.default_keys: dict[str, list[str]] = {}  # struct class -> its slot names
+        self.arrays: dict[str, str] = {}  # name -> struct code of short fixed arrays
 
     def default_instance(self, struct: str) -> str:
         """Name of a module-level default instance of ``struct`` (emitted after classes)."""
         self.defaults.add(struct)
         return f"_D_{struct}"
+
+    def default_key(self, struct: StructSpec) -> tuple[str, str]:
+        """Names of a module-level ``attrgetter`` of all the slots of ``struct`` and of
+        its value on the default instance: ``K(x) != V`` is ``x != default`` for an
+        ``x`` of exactly that class, without a Python-level ``__eq__`` call."""
+        self.default_instance(struct.name)
+        names = [snake(f.name) for f in struct.fields] + ["unknown_tagged_fields"]
+        self.default_keys[struct.name] = names
+        return f"_K_{struct.name}", f"_V_{struct.name}"
+
+    def array_const(self, element: str) -> str:
+        """Name of the tuple of precompiled structs of short arrays of ``element``."""
+        name = "_A_" + _NAME_LETTERS[element]
+        self.arrays[name] = FIXED_CODES[element]
+        return name
 
     def struct_const(self, types: list[str]) -> str:
         name = "_S_" + "".join(_NAME_LETTERS[t] for t in types)
@@ -163,13 +181,31 @@ def _read_field(m: _Module, fl: FieldLayout, target: str, indent: str) -> list[s
     if f.is_array:
         element = f.element_type
         if element in PRIMITIVES and element != "uuid" and fl.compact and not fl.nullable:
-            # The common case (replica lists, partition ids): length and elements in one call.
+            # The common case (replica lists, partition ids): a one-byte length and a short
+            # array, unpacked inline with a precompiled struct (a truncated one raises
+            # struct.error); anything else goes through the helper, which checks it all.
             code, size = FIXED_CODES[element], FIXED_SIZES[element]
             call = f"_p.read_compact_fixed_array(buf, pos, {code!r}, {size})"
-            return [f"{indent}{target}, pos = {call}"]
-        out.append(
-            f"{indent}n, pos = {_array_len_reader(fl.compact, fl.nullable)}array_len(buf, pos)"
-        )
+            short = f"{m.array_const(element)}[n].unpack_from(buf, pos + 1)"
+            return [
+                f"{indent}n = buf[pos] - 1",
+                f"{indent}if 0 <= n < {SHORT_ARRAY}:",
+                f"{indent}    {target} = list({short})",
+                f"{indent}    pos += 1 + {size} * n",
+                f"{indent}else:",
+                f"{indent}    {target}, pos = {call}",
+            ]
+        length = f"{_array_len_reader(fl.compact, fl.nullable)}array_len(buf, pos)"
+        if fl.compact:
+            # A one-byte length (up to 126 elements) that the frame can hold: inline.
+            out.append(f"{indent}n = buf[pos]")
+            out.append(f"{indent}if 0 < n < 0x80 and n <= len(buf) - pos:")
+            out.append(f"{indent}    pos += 1")
+            out.append(f"{indent}    n -= 1")
+            out.append(f"{indent}else:")
+            out.append(f"{indent}    n, pos = {length}")
+        else:
+            out.append(f"{indent}n, pos = {length}")
         body = indent
         if fl.nullable:
             out.append(f"{indent}if n < 0:")
@@ -229,9 +265,22 @@ def _write_field(m: _Module, fl: FieldLayout, value: str, w: str, indent: str) -
         prefix = "compact_" if fl.compact else ""
         element = f.element_type
         if element in PRIMITIVES and element != "uuid" and fl.compact:
-            out.append(f"{body}_p.write_compact_fixed_array({w}, a, {FIXED_CODES[element]!r})")
+            out.append(f"{body}n = len(a)")
+            out.append(f"{body}if n < {SHORT_ARRAY}:")
+            out.append(f"{body}    {w}.append(n + 1)")
+            out.append(f"{body}    {w} += {m.array_const(element)}[n].pack(*a)")
+            out.append(f"{body}else:")
+            out.append(f"{body}    _p.write_compact_fixed_array({w}, a, {FIXED_CODES[element]!r})")
             return out
-        out.append(f"{body}_p.write_{prefix}array_len({w}, len(a))")
+        if fl.compact:
+            # A one-byte length (up to 126 elements): inline.
+            out.append(f"{body}n = len(a)")
+            out.append(f"{body}if n < 0x7F:")
+            out.append(f"{body}    {w}.append(n + 1)")
+            out.append(f"{body}else:")
+            out.append(f"{body}    _p.write_compact_array_len({w}, n)")
+        else:
+            out.append(f"{body}_p.write_{prefix}array_len({w}, len(a))")
         if element in PRIMITIVES and element != "uuid":
             out.append(f"{body}_p.write_fixed_array({w}, a, {FIXED_CODES[element]!r})")
         elif element == "uuid":
@@ -284,9 +333,12 @@ def _non_default_test(m: _Module, fl: FieldLayout, attr: str) -> str:
     if f.is_array:
         return f"{attr} is None or len({attr}) > 0"
     if f.struct is not None:
-        # Compare with one module-level default instance (never handed out, so never
-        # mutated) instead of constructing a fresh default on every write.
-        return f"{attr} != {m.default_instance(f.struct.name)}"
+        # ``attr != default``, where the default is one module-level instance (never
+        # handed out, so never mutated): Struct.__eq__ refuses other classes, and compares
+        # all slots as one tuple; done here with a module-level attrgetter and the
+        # default's precomputed tuple, without a Python-level __eq__ call.
+        key, value = m.default_key(f.struct)
+        return f"type({attr}) is not {f.struct.name} or {key}({attr}) != {value}"
     return f"{attr} != {literal}"
 
 
@@ -298,13 +350,32 @@ def _version_text(versions: list[int]) -> str:
     return "versions " + ", ".join(map(str, versions))
 
 
+def _default_lines(f: FieldSpec, target: str, indent: str) -> list[str]:
+    """``target = <f's default>``. A default struct whose own defaults are all literals
+    is built inline, as the readers build structs (``_new`` and slot stores), which
+    saves its keyword-argument ``__init__`` call (tagged structs: once per element)."""
+    literal = default_literal(f)
+    struct = f.struct
+    if (
+        f.is_array
+        or struct is None
+        or literal != f"{struct.name}()"
+        or any(default_literal(g).endswith("()") for g in struct.fields)
+    ):
+        return [f"{indent}{target} = {literal}"]
+    lines = [f"{indent}d = _new({struct.name})"]
+    lines += [f"{indent}d.{snake(g.name)} = {default_literal(g)}" for g in struct.fields]
+    lines += [f"{indent}d.unknown_tagged_fields = ()", f"{indent}{target} = d"]
+    return lines
+
+
 def _emit_reader(m: _Module, layout: StructLayout) -> list[str]:
     cls = layout.struct.name
     name = layout.suffix
     out = [f"def _r_{name}(buf, pos):", f"    o = _new({cls})"]
     for fl in layout.fields:
         if fl.mode != "regular":
-            out.append(f"    o.{snake(fl.spec.name)} = {default_literal(fl.spec)}")
+            out.extend(_default_lines(fl.spec, f"o.{snake(fl.spec.name)}", "    "))
     out.append("    o.unknown_tagged_fields = ()")
     for run in _runs(layout.fields):
         first = run[0]
@@ -363,7 +434,10 @@ def _emit_writer(m: _Module, layout: StructLayout) -> list[str]:
             (fl for fl in layout.fields if fl.mode == "tagged"), key=lambda fl: fl.spec.tag or 0
         )
         if not tagged:
-            out.append("    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)")
+            out.append("    if o.unknown_tagged_fields:")
+            out.append("        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)")
+            out.append("    else:")
+            out.append("        w.append(0)")
         else:
             out.append("    tags = []")
             for fl in tagged:
@@ -372,7 +446,10 @@ def _emit_writer(m: _Module, layout: StructLayout) -> list[str]:
                 out.append("        t = bytearray()")
                 out.extend(_write_field(m, fl, attr, "t", "        "))
                 out.append(f"        tags.append(({fl.spec.tag}, t))")
-            out.append("    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)")
+            out.append("    if tags or o.unknown_tagged_fields:")
+            out.append("        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)")
+            out.append("    else:")
+            out.append("        w.append(0)")
     if len(out) == 1:
         out.append("    pass")
     return out
@@ -439,6 +516,7 @@ HEADER = '''"""Generated by ``python -m millpond.wire.codegen`` from {source}; d
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -481,5 +559,9 @@ def render(spec: MessageSpec, source: str) -> str:
         body.append(f"{spec.root.name}._READERS = ({', '.join(readers)},)")
         body.append(f"{spec.root.name}._WRITERS = ({', '.join(writers)},)")
     body.extend(f"_D_{name} = {name}()" for name in sorted(m.defaults))
+    for name, slots in sorted(m.default_keys.items()):
+        body.append(f"_K_{name} = _attrgetter({', '.join(map(repr, slots))})")
+        body.append(f"_V_{name} = _K_{name}(_D_{name})")
     consts = [f"{name} = _Struct({fmt!r})" for name, fmt in sorted(m.structs.items())]
+    consts += [f"{name} = _p.ARRAY_STRUCTS[{code!r}]" for name, code in sorted(m.arrays.items())]
     return HEADER.format(source=source) + "\n".join(consts) + "\n" + "\n".join(body) + "\n"

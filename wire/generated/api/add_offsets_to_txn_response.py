@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -68,7 +69,10 @@ _T_AddOffsetsToTxnResponse_v3 = {}
 
 def _w_AddOffsetsToTxnResponse_v3(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AddOffsetsToTxnResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_qh = _Struct('>qh')
 _S_qho = _Struct('>qh?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class AddPartitionsToTxnRequest(Message):
@@ -140,7 +142,12 @@ def _r_AddPartitionsToTxnRequest_v3(buf, pos):
     o.v3_and_below_transactional_id, pos = _p.read_compact_string(buf, pos)
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, = _S_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnTopic_v3(buf, pos)
@@ -162,10 +169,17 @@ def _w_AddPartitionsToTxnRequest_v3(o, w):
     _p.write_compact_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     a = o.v3_and_below_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnTopic_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnRequest_v4(buf, pos):
@@ -175,7 +189,12 @@ def _r_AddPartitionsToTxnRequest_v4(buf, pos):
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnTransaction_v4(buf, pos)
@@ -201,10 +220,17 @@ def _w_AddPartitionsToTxnRequest_v4(o, w):
     if o.v3_and_below_topics is None or len(o.v3_and_below_topics) > 0:
         raise _p.EncodeError('AddPartitionsToTxnRequest.v3_and_below_topics cannot be sent at versions 4-5; leave it at its default')
     a = o.transactions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnTransaction_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnTopic_v0(buf, pos):
@@ -227,7 +253,12 @@ def _r_AddPartitionsToTxnTopic_v3(buf, pos):
     o = _new(AddPartitionsToTxnTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -241,8 +272,16 @@ _T_AddPartitionsToTxnTopic_v3 = {}
 def _w_AddPartitionsToTxnTopic_v3(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnTransaction_v4(buf, pos):
@@ -251,7 +290,12 @@ def _r_AddPartitionsToTxnTransaction_v4(buf, pos):
     o.transactional_id, pos = _p.read_compact_string(buf, pos)
     o.producer_id, o.producer_epoch, o.verify_only, = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnTopic_v3(buf, pos)
@@ -271,10 +315,17 @@ def _w_AddPartitionsToTxnTransaction_v4(o, w):
     _p.write_compact_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.verify_only)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnTopic_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AddPartitionsToTxnRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -144,7 +145,12 @@ def _r_AddPartitionsToTxnResponse_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnTopicResult_v3(buf, pos)
@@ -165,10 +171,17 @@ def _w_AddPartitionsToTxnResponse_v3(o, w):
         raise _p.EncodeError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 3; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results_by_topic_v3_and_below
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnTopicResult_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnResponse_v4(buf, pos):
@@ -177,7 +190,12 @@ def _r_AddPartitionsToTxnResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnResult_v4(buf, pos)
@@ -198,10 +216,17 @@ def _w_AddPartitionsToTxnResponse_v4(o, w):
         raise _p.EncodeError('AddPartitionsToTxnResponse.results_by_topic_v3_and_below cannot be sent at versions 4-5; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.results_by_transaction
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnTopicResult_v0(buf, pos):
@@ -229,7 +254,12 @@ def _r_AddPartitionsToTxnTopicResult_v3(buf, pos):
     o = _new(AddPartitionsToTxnTopicResult)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnPartitionResult_v3(buf, pos)
@@ -248,10 +278,17 @@ _T_AddPartitionsToTxnTopicResult_v3 = {}
 def _w_AddPartitionsToTxnTopicResult_v3(o, w):
     _p.write_compact_string(w, o.name)
     a = o.results_by_partition
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnPartitionResult_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnPartitionResult_v0(buf, pos):
@@ -283,14 +320,22 @@ _T_AddPartitionsToTxnPartitionResult_v3 = {}
 
 def _w_AddPartitionsToTxnPartitionResult_v3(o, w):
     w += _S_ih.pack(o.partition_index, o.partition_error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddPartitionsToTxnResult_v4(buf, pos):
     o = _new(AddPartitionsToTxnResult)
     o.unknown_tagged_fields = ()
     o.transactional_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AddPartitionsToTxnTopicResult_v3(buf, pos)
@@ -309,10 +354,17 @@ _T_AddPartitionsToTxnResult_v4 = {}
 def _w_AddPartitionsToTxnResult_v4(o, w):
     _p.write_compact_string(w, o.transactional_id)
     a = o.topic_results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AddPartitionsToTxnTopicResult_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AddPartitionsToTxnResponse._FIELDS = (

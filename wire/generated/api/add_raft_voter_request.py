@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -89,7 +90,12 @@ def _r_AddRaftVoterRequest_v0(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.timeout_ms, o.voter_id, o.voter_directory_id, = _S_iiu.unpack_from(buf, pos)
     pos += 24
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
@@ -111,10 +117,17 @@ def _w_AddRaftVoterRequest_v0(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_iiu.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AddRaftVoterRequest_v1(buf, pos):
@@ -123,7 +136,12 @@ def _r_AddRaftVoterRequest_v1(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.timeout_ms, o.voter_id, o.voter_directory_id, = _S_iiu.unpack_from(buf, pos)
     pos += 24
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
@@ -145,11 +163,18 @@ def _w_AddRaftVoterRequest_v1(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_iiu.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     w += _S_o.pack(o.ack_when_committed)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Listener_v0(buf, pos):
@@ -173,7 +198,10 @@ def _w_Listener_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AddRaftVoterRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -132,7 +133,12 @@ def _w_AlterClientQuotasRequest_v0(o, w):
 def _r_AlterClientQuotasRequest_v1(buf, pos):
     o = _new(AlterClientQuotasRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EntryData_v1(buf, pos)
@@ -152,11 +158,18 @@ _T_AlterClientQuotasRequest_v1 = {}
 
 def _w_AlterClientQuotasRequest_v1(o, w):
     a = o.entries
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EntryData_v1(e, w)
     w += _S_o.pack(o.validate_only)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EntityData_v0(buf, pos):
@@ -190,7 +203,10 @@ _T_EntityData_v1 = {}
 def _w_EntityData_v1(o, w):
     _p.write_compact_string(w, o.entity_type)
     _p.write_compact_nullable_string(w, o.entity_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OpData_v0(buf, pos):
@@ -226,7 +242,10 @@ _T_OpData_v1 = {}
 def _w_OpData_v1(o, w):
     _p.write_compact_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EntryData_v0(buf, pos):
@@ -261,13 +280,23 @@ def _w_EntryData_v0(o, w):
 def _r_EntryData_v1(buf, pos):
     o = _new(EntryData)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EntityData_v1(buf, pos)
         a.append(e)
     o.entity = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OpData_v1(buf, pos)
@@ -285,14 +314,25 @@ _T_EntryData_v1 = {}
 
 def _w_EntryData_v1(o, w):
     a = o.entity
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EntityData_v1(e, w)
     a = o.ops
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OpData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterClientQuotasRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -113,7 +114,12 @@ def _r_AlterClientQuotasResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EntryData_v1(buf, pos)
@@ -132,10 +138,17 @@ _T_AlterClientQuotasResponse_v1 = {}
 def _w_AlterClientQuotasResponse_v1(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.entries
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EntryData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EntityData_v0(buf, pos):
@@ -169,7 +182,10 @@ _T_EntityData_v1 = {}
 def _w_EntityData_v1(o, w):
     _p.write_compact_string(w, o.entity_type)
     _p.write_compact_nullable_string(w, o.entity_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EntryData_v0(buf, pos):
@@ -202,7 +218,12 @@ def _r_EntryData_v1(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EntityData_v1(buf, pos)
@@ -222,10 +243,17 @@ def _w_EntryData_v1(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.entity
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EntityData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterClientQuotasResponse._FIELDS = (

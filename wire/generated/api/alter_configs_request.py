@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -111,7 +112,12 @@ def _w_AlterConfigsRequest_v0(o, w):
 def _r_AlterConfigsRequest_v2(buf, pos):
     o = _new(AlterConfigsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterConfigsResource_v2(buf, pos)
@@ -131,11 +137,18 @@ _T_AlterConfigsRequest_v2 = {}
 
 def _w_AlterConfigsRequest_v2(o, w):
     a = o.resources
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterConfigsResource_v2(e, w)
     w += _S_o.pack(o.validate_only)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterableConfig_v0(buf, pos):
@@ -169,7 +182,10 @@ _T_AlterableConfig_v2 = {}
 def _w_AlterableConfig_v2(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_nullable_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterConfigsResource_v0(buf, pos):
@@ -202,7 +218,12 @@ def _r_AlterConfigsResource_v2(buf, pos):
     o.resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterableConfig_v2(buf, pos)
@@ -222,10 +243,17 @@ def _w_AlterConfigsResource_v2(o, w):
     w += _S_b.pack(o.resource_type)
     _p.write_compact_string(w, o.resource_name)
     a = o.configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterableConfig_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterConfigsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_i = _Struct('>i')
 _S_io = _Struct('>i?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class AlterPartitionReassignmentsRequest(Message):
@@ -92,7 +94,12 @@ def _r_AlterPartitionReassignmentsRequest_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ReassignableTopic_v0(buf, pos)
@@ -113,10 +120,17 @@ def _w_AlterPartitionReassignmentsRequest_v0(o, w):
         raise _p.EncodeError('AlterPartitionReassignmentsRequest.allow_replication_factor_change cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.timeout_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ReassignableTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterPartitionReassignmentsRequest_v1(buf, pos):
@@ -124,7 +138,12 @@ def _r_AlterPartitionReassignmentsRequest_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.timeout_ms, o.allow_replication_factor_change, = _S_io.unpack_from(buf, pos)
     pos += 5
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ReassignableTopic_v0(buf, pos)
@@ -143,10 +162,17 @@ _T_AlterPartitionReassignmentsRequest_v1 = {}
 def _w_AlterPartitionReassignmentsRequest_v1(o, w):
     w += _S_io.pack(o.timeout_ms, o.allow_replication_factor_change)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ReassignableTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ReassignablePartition_v0(buf, pos):
@@ -154,7 +180,12 @@ def _r_ReassignablePartition_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.replicas = None
     else:
@@ -175,15 +206,28 @@ def _w_ReassignablePartition_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+        n = len(a)
+        if n < 64:
+            w.append(n + 1)
+            w += _A_i[n].pack(*a)
+        else:
+            _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ReassignableTopic_v0(buf, pos):
     o = _new(ReassignableTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ReassignablePartition_v0(buf, pos)
@@ -202,10 +246,17 @@ _T_ReassignableTopic_v0 = {}
 def _w_ReassignableTopic_v0(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ReassignablePartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterPartitionReassignmentsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -14,6 +15,7 @@ _S_bi = _Struct('>bi')
 _S_ii = _Struct('>ii')
 _S_iq = _Struct('>iq')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class AlterPartitionRequest(Message):
@@ -130,7 +132,12 @@ def _r_AlterPartitionRequest_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.broker_epoch, = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v2(buf, pos)
@@ -149,10 +156,17 @@ _T_AlterPartitionRequest_v2 = {}
 def _w_AlterPartitionRequest_v2(o, w):
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterPartitionRequest_v3(buf, pos):
@@ -160,7 +174,12 @@ def _r_AlterPartitionRequest_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.broker_epoch, = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v3(buf, pos)
@@ -179,10 +198,17 @@ _T_AlterPartitionRequest_v3 = {}
 def _w_AlterPartitionRequest_v3(o, w):
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerState_v3(buf, pos):
@@ -202,7 +228,10 @@ _T_BrokerState_v3 = {}
 
 def _w_BrokerState_v3(o, w):
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v2(buf, pos):
@@ -211,7 +240,12 @@ def _r_PartitionData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    o.new_isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.new_isr = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.new_isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader_recovery_state, o.partition_epoch, = _S_bi.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:
@@ -229,9 +263,17 @@ def _w_PartitionData_v2(o, w):
         raise _p.EncodeError('PartitionData.new_isr_with_epochs cannot be sent at version 2; leave it at its default')
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v3(buf, pos):
@@ -240,7 +282,12 @@ def _r_PartitionData_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerState_v3(buf, pos)
@@ -263,11 +310,18 @@ def _w_PartitionData_v3(o, w):
         raise _p.EncodeError('PartitionData.new_isr cannot be sent at version 3; leave it at its default')
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr_with_epochs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerState_v3(e, w)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v2(buf, pos):
@@ -275,7 +329,12 @@ def _r_TopicData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v2(buf, pos)
@@ -294,10 +353,17 @@ _T_TopicData_v2 = {}
 def _w_TopicData_v2(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v3(buf, pos):
@@ -305,7 +371,12 @@ def _r_TopicData_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v3(buf, pos)
@@ -324,10 +395,17 @@ _T_TopicData_v3 = {}
 def _w_TopicData_v3(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterPartitionRequest._FIELDS = (

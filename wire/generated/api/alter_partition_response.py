@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -14,6 +15,7 @@ _S_bi = _Struct('>bi')
 _S_ih = _Struct('>ih')
 _S_ihii = _Struct('>ihii')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class AlterPartitionResponse(Message):
@@ -113,7 +115,12 @@ def _r_AlterPartitionResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v2(buf, pos)
@@ -132,10 +139,17 @@ _T_AlterPartitionResponse_v2 = {}
 def _w_AlterPartitionResponse_v2(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v2(buf, pos):
@@ -143,7 +157,12 @@ def _r_PartitionData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader_recovery_state, o.partition_epoch, = _S_bi.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:
@@ -159,9 +178,17 @@ _T_PartitionData_v2 = {}
 def _w_PartitionData_v2(o, w):
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v2(buf, pos):
@@ -169,7 +196,12 @@ def _r_TopicData_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v2(buf, pos)
@@ -188,10 +220,17 @@ _T_TopicData_v2 = {}
 def _w_TopicData_v2(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterPartitionResponse._FIELDS = (

@@ -4,13 +4,14 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
 from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
-
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class AlterReplicaLogDirsRequest(Message):
@@ -99,7 +100,12 @@ def _w_AlterReplicaLogDirsRequest_v1(o, w):
 def _r_AlterReplicaLogDirsRequest_v2(buf, pos):
     o = _new(AlterReplicaLogDirsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterReplicaLogDir_v2(buf, pos)
@@ -117,10 +123,17 @@ _T_AlterReplicaLogDirsRequest_v2 = {}
 
 def _w_AlterReplicaLogDirsRequest_v2(o, w):
     a = o.dirs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterReplicaLogDir_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterReplicaLogDirTopic_v1(buf, pos):
@@ -143,7 +156,12 @@ def _r_AlterReplicaLogDirTopic_v2(buf, pos):
     o = _new(AlterReplicaLogDirTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -157,8 +175,16 @@ _T_AlterReplicaLogDirTopic_v2 = {}
 def _w_AlterReplicaLogDirTopic_v2(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterReplicaLogDir_v1(buf, pos):
@@ -186,7 +212,12 @@ def _r_AlterReplicaLogDir_v2(buf, pos):
     o = _new(AlterReplicaLogDir)
     o.unknown_tagged_fields = ()
     o.path, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterReplicaLogDirTopic_v2(buf, pos)
@@ -205,10 +236,17 @@ _T_AlterReplicaLogDir_v2 = {}
 def _w_AlterReplicaLogDir_v2(o, w):
     _p.write_compact_string(w, o.path)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterReplicaLogDirTopic_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterReplicaLogDirsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -109,7 +110,12 @@ def _r_AlterReplicaLogDirsResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterReplicaLogDirTopicResult_v2(buf, pos)
@@ -128,10 +134,17 @@ _T_AlterReplicaLogDirsResponse_v2 = {}
 def _w_AlterReplicaLogDirsResponse_v2(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterReplicaLogDirTopicResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterReplicaLogDirPartitionResult_v1(buf, pos):
@@ -163,7 +176,10 @@ _T_AlterReplicaLogDirPartitionResult_v2 = {}
 
 def _w_AlterReplicaLogDirPartitionResult_v2(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterReplicaLogDirTopicResult_v1(buf, pos):
@@ -191,7 +207,12 @@ def _r_AlterReplicaLogDirTopicResult_v2(buf, pos):
     o = _new(AlterReplicaLogDirTopicResult)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterReplicaLogDirPartitionResult_v2(buf, pos)
@@ -210,10 +231,17 @@ _T_AlterReplicaLogDirTopicResult_v2 = {}
 def _w_AlterReplicaLogDirTopicResult_v2(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterReplicaLogDirPartitionResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterReplicaLogDirsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -85,7 +86,12 @@ def _r_AlterShareGroupOffsetsRequest_v0(buf, pos):
     o = _new(AlterShareGroupOffsetsRequest)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
@@ -104,10 +110,17 @@ _T_AlterShareGroupOffsetsRequest_v0 = {}
 def _w_AlterShareGroupOffsetsRequest_v0(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterShareGroupOffsetsRequestTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterShareGroupOffsetsRequestPartition_v0(buf, pos):
@@ -127,14 +140,22 @@ _T_AlterShareGroupOffsetsRequestPartition_v0 = {}
 
 def _w_AlterShareGroupOffsetsRequestPartition_v0(o, w):
     w += _S_iq.pack(o.partition_index, o.start_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterShareGroupOffsetsRequestTopic_v0(buf, pos):
     o = _new(AlterShareGroupOffsetsRequestTopic)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
@@ -153,10 +174,17 @@ _T_AlterShareGroupOffsetsRequestTopic_v0 = {}
 def _w_AlterShareGroupOffsetsRequestTopic_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterShareGroupOffsetsRequestPartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterShareGroupOffsetsRequest._FIELDS = (

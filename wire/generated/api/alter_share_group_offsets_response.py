@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -103,7 +104,12 @@ def _r_AlterShareGroupOffsetsResponse_v0(buf, pos):
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
@@ -123,10 +129,17 @@ def _w_AlterShareGroupOffsetsResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterShareGroupOffsetsResponseTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterShareGroupOffsetsResponsePartition_v0(buf, pos):
@@ -148,7 +161,10 @@ _T_AlterShareGroupOffsetsResponsePartition_v0 = {}
 def _w_AlterShareGroupOffsetsResponsePartition_v0(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -157,7 +173,12 @@ def _r_AlterShareGroupOffsetsResponseTopic_v0(buf, pos):
     o.topic_name, pos = _p.read_compact_string(buf, pos)
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
@@ -177,10 +198,17 @@ def _w_AlterShareGroupOffsetsResponseTopic_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterShareGroupOffsetsResponsePartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterShareGroupOffsetsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -97,13 +98,23 @@ class ScramCredentialUpsertion(Struct):
 def _r_AlterUserScramCredentialsRequest_v0(buf, pos):
     o = _new(AlterUserScramCredentialsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ScramCredentialDeletion_v0(buf, pos)
         a.append(e)
     o.deletions = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ScramCredentialUpsertion_v0(buf, pos)
@@ -121,14 +132,25 @@ _T_AlterUserScramCredentialsRequest_v0 = {}
 
 def _w_AlterUserScramCredentialsRequest_v0(o, w):
     a = o.deletions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ScramCredentialDeletion_v0(e, w)
     a = o.upsertions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ScramCredentialUpsertion_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ScramCredentialDeletion_v0(buf, pos):
@@ -150,7 +172,10 @@ _T_ScramCredentialDeletion_v0 = {}
 def _w_ScramCredentialDeletion_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_b.pack(o.mechanism)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ScramCredentialUpsertion_v0(buf, pos):
@@ -176,7 +201,10 @@ def _w_ScramCredentialUpsertion_v0(o, w):
     w += _S_bi.pack(o.mechanism, o.iterations)
     _p.write_compact_bytes(w, o.salt)
     _p.write_compact_bytes(w, o.salted_password)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AlterUserScramCredentialsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -81,7 +82,10 @@ _T_ApiVersionsRequest_v3 = {}
 def _w_ApiVersionsRequest_v3(o, w):
     _p.write_compact_string(w, o.client_software_name)
     _p.write_compact_string(w, o.client_software_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ApiVersionsRequest_v5(buf, pos):
@@ -107,7 +111,10 @@ def _w_ApiVersionsRequest_v5(o, w):
     _p.write_compact_string(w, o.client_software_version)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.node_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ApiVersionsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -204,7 +205,12 @@ def _r_ApiVersionsResponse_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ApiVersion_v3(buf, pos)
@@ -220,7 +226,12 @@ def _r_ApiVersionsResponse_v3(buf, pos):
 
 
 def _t_ApiVersionsResponse_v3_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_SupportedFeatureKey_v3(buf, pos)
@@ -236,7 +247,12 @@ def _t_ApiVersionsResponse_v3_1(o, buf, pos):
 
 
 def _t_ApiVersionsResponse_v3_2(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FinalizedFeatureKey_v3(buf, pos)
@@ -257,7 +273,11 @@ _T_ApiVersionsResponse_v3 = {0: _t_ApiVersionsResponse_v3_0, 1: _t_ApiVersionsRe
 def _w_ApiVersionsResponse_v3(o, w):
     w += _S_h.pack(o.error_code)
     a = o.api_keys
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ApiVersion_v3(e, w)
     w += _S_i.pack(o.throttle_time_ms)
@@ -265,7 +285,11 @@ def _w_ApiVersionsResponse_v3(o, w):
     if o.supported_features is None or len(o.supported_features) > 0:
         t = bytearray()
         a = o.supported_features
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_SupportedFeatureKey_v3(e, t)
         tags.append((0, t))
@@ -276,7 +300,11 @@ def _w_ApiVersionsResponse_v3(o, w):
     if o.finalized_features is None or len(o.finalized_features) > 0:
         t = bytearray()
         a = o.finalized_features
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_FinalizedFeatureKey_v3(e, t)
         tags.append((2, t))
@@ -284,7 +312,10 @@ def _w_ApiVersionsResponse_v3(o, w):
         t = bytearray()
         t += _S_o.pack(o.zk_migration_ready)
         tags.append((3, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ApiVersion_v0(buf, pos):
@@ -316,7 +347,10 @@ _T_ApiVersion_v3 = {}
 
 def _w_ApiVersion_v3(o, w):
     w += _S_hhh.pack(o.api_key, o.min_version, o.max_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SupportedFeatureKey_v3(buf, pos):
@@ -338,7 +372,10 @@ _T_SupportedFeatureKey_v3 = {}
 def _w_SupportedFeatureKey_v3(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_hh.pack(o.min_version, o.max_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FinalizedFeatureKey_v3(buf, pos):
@@ -360,7 +397,10 @@ _T_FinalizedFeatureKey_v3 = {}
 def _w_FinalizedFeatureKey_v3(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_hh.pack(o.max_version_level, o.min_version_level)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ApiVersionsResponse._FIELDS = (

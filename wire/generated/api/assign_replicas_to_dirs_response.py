@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -112,7 +113,12 @@ def _r_AssignReplicasToDirsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DirectoryData_v0(buf, pos)
@@ -131,10 +137,17 @@ _T_AssignReplicasToDirsResponse_v0 = {}
 def _w_AssignReplicasToDirsResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.directories
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DirectoryData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v0(buf, pos):
@@ -154,7 +167,10 @@ _T_PartitionData_v0 = {}
 
 def _w_PartitionData_v0(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v0(buf, pos):
@@ -162,7 +178,12 @@ def _r_TopicData_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v0(buf, pos)
@@ -181,10 +202,17 @@ _T_TopicData_v0 = {}
 def _w_TopicData_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DirectoryData_v0(buf, pos):
@@ -192,7 +220,12 @@ def _r_DirectoryData_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v0(buf, pos)
@@ -211,10 +244,17 @@ _T_DirectoryData_v0 = {}
 def _w_DirectoryData_v0(o, w):
     w += _S_u.pack(o.id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AssignReplicasToDirsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -154,13 +155,23 @@ def _r_BeginQuorumEpochRequest_v1(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v1(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_LeaderEndpoint_v1(buf, pos)
@@ -180,14 +191,25 @@ def _w_BeginQuorumEpochRequest_v1(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v1(e, w)
     a = o.leader_endpoints
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_LeaderEndpoint_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v0(buf, pos):
@@ -220,7 +242,10 @@ _T_PartitionData_v1 = {}
 
 def _w_PartitionData_v1(o, w):
     w += _S_iuii.pack(o.partition_index, o.voter_directory_id, o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v0(buf, pos):
@@ -248,7 +273,12 @@ def _r_TopicData_v1(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v1(buf, pos)
@@ -267,10 +297,17 @@ _T_TopicData_v1 = {}
 def _w_TopicData_v1(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderEndpoint_v1(buf, pos):
@@ -294,7 +331,10 @@ def _w_LeaderEndpoint_v1(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 BeginQuorumEpochRequest._FIELDS = (

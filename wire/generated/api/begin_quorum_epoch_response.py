@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -152,7 +153,12 @@ def _r_BeginQuorumEpochResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v1(buf, pos)
@@ -166,7 +172,12 @@ def _r_BeginQuorumEpochResponse_v1(buf, pos):
 
 
 def _t_BeginQuorumEpochResponse_v1_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v1(buf, pos)
@@ -181,18 +192,29 @@ _T_BeginQuorumEpochResponse_v1 = {0: _t_BeginQuorumEpochResponse_v1_0}
 def _w_BeginQuorumEpochResponse_v1(o, w):
     w += _S_h.pack(o.error_code)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v1(e, w)
     tags = []
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         t = bytearray()
         a = o.node_endpoints
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_NodeEndpoint_v1(e, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v0(buf, pos):
@@ -224,7 +246,10 @@ _T_PartitionData_v1 = {}
 
 def _w_PartitionData_v1(o, w):
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v0(buf, pos):
@@ -252,7 +277,12 @@ def _r_TopicData_v1(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v1(buf, pos)
@@ -271,10 +301,17 @@ _T_TopicData_v1 = {}
 def _w_TopicData_v1(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_NodeEndpoint_v1(buf, pos):
@@ -299,7 +336,10 @@ def _w_NodeEndpoint_v1(o, w):
     w += _S_i.pack(o.node_id)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 BeginQuorumEpochResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -82,7 +83,10 @@ def _w_BrokerHeartbeatRequest_v0(o, w):
     if o.cordoned_log_dirs is not None:
         raise _p.EncodeError('BrokerHeartbeatRequest.cordoned_log_dirs cannot be sent at version 0; leave it at its default')
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerHeartbeatRequest_v1(buf, pos):
@@ -100,7 +104,12 @@ def _r_BrokerHeartbeatRequest_v1(buf, pos):
 
 
 def _t_BrokerHeartbeatRequest_v1_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.offline_log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
@@ -116,10 +125,17 @@ def _w_BrokerHeartbeatRequest_v1(o, w):
     if o.offline_log_dirs is None or len(o.offline_log_dirs) > 0:
         t = bytearray()
         a = o.offline_log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerHeartbeatRequest_v2(buf, pos):
@@ -137,13 +153,23 @@ def _r_BrokerHeartbeatRequest_v2(buf, pos):
 
 
 def _t_BrokerHeartbeatRequest_v2_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.offline_log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
 
 def _t_BrokerHeartbeatRequest_v2_1(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.cordoned_log_dirs = None
     else:
@@ -160,7 +186,11 @@ def _w_BrokerHeartbeatRequest_v2(o, w):
     if o.offline_log_dirs is None or len(o.offline_log_dirs) > 0:
         t = bytearray()
         a = o.offline_log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((0, t))
     if o.cordoned_log_dirs is not None:
@@ -169,10 +199,17 @@ def _w_BrokerHeartbeatRequest_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             _p.write_uuid_array(t, a)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 BrokerHeartbeatRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -137,13 +138,23 @@ def _r_BrokerRegistrationRequest_v0(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.incarnation_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
         a.append(e)
     o.listeners = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Feature_v0(buf, pos)
@@ -167,15 +178,26 @@ def _w_BrokerRegistrationRequest_v0(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_u.pack(o.incarnation_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Feature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationRequest_v1(buf, pos):
@@ -188,13 +210,23 @@ def _r_BrokerRegistrationRequest_v1(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.incarnation_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
         a.append(e)
     o.listeners = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Feature_v0(buf, pos)
@@ -218,16 +250,27 @@ def _w_BrokerRegistrationRequest_v1(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_u.pack(o.incarnation_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Feature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationRequest_v2(buf, pos):
@@ -239,13 +282,23 @@ def _r_BrokerRegistrationRequest_v2(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.incarnation_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
         a.append(e)
     o.listeners = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Feature_v0(buf, pos)
@@ -254,7 +307,12 @@ def _r_BrokerRegistrationRequest_v2(buf, pos):
     o.rack, pos = _p.read_compact_nullable_string(buf, pos)
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     if buf[pos] == 0:
         pos += 1
@@ -271,19 +329,34 @@ def _w_BrokerRegistrationRequest_v2(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_u.pack(o.incarnation_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Feature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
     a = o.log_dirs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     _p.write_uuid_array(w, a)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationRequest_v3(buf, pos):
@@ -294,13 +367,23 @@ def _r_BrokerRegistrationRequest_v3(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.incarnation_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
         a.append(e)
     o.listeners = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Feature_v0(buf, pos)
@@ -309,7 +392,12 @@ def _r_BrokerRegistrationRequest_v3(buf, pos):
     o.rack, pos = _p.read_compact_nullable_string(buf, pos)
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     o.previous_broker_epoch, = _S_q.unpack_from(buf, pos)
     pos += 8
@@ -328,20 +416,35 @@ def _w_BrokerRegistrationRequest_v3(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_u.pack(o.incarnation_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Feature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
     a = o.log_dirs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     _p.write_uuid_array(w, a)
     w += _S_q.pack(o.previous_broker_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Listener_v0(buf, pos):
@@ -365,7 +468,10 @@ def _w_Listener_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Feature_v0(buf, pos):
@@ -387,7 +493,10 @@ _T_Feature_v0 = {}
 def _w_Feature_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 BrokerRegistrationRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -15,6 +16,7 @@ _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_ii = _Struct('>ii')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ConsumerGroupDescribeResponse(Message):
@@ -196,7 +198,12 @@ def _r_ConsumerGroupDescribeResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v0(buf, pos)
@@ -215,10 +222,17 @@ _T_ConsumerGroupDescribeResponse_v0 = {}
 def _w_ConsumerGroupDescribeResponse_v0(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ConsumerGroupDescribeResponse_v1(buf, pos):
@@ -226,7 +240,12 @@ def _r_ConsumerGroupDescribeResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v1(buf, pos)
@@ -245,10 +264,17 @@ _T_ConsumerGroupDescribeResponse_v1 = {}
 def _w_ConsumerGroupDescribeResponse_v1(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartitions_v0(buf, pos):
@@ -257,7 +283,12 @@ def _r_TopicPartitions_v0(buf, pos):
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -272,14 +303,27 @@ def _w_TopicPartitions_v0(o, w):
     w += _S_u.pack(o.topic_id)
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Assignment_v0(buf, pos):
     o = _new(Assignment)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartitions_v0(buf, pos)
@@ -297,10 +341,17 @@ _T_Assignment_v0 = {}
 
 def _w_Assignment_v0(o, w):
     a = o.topic_partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Member_v0(buf, pos):
@@ -314,7 +365,12 @@ def _r_Member_v0(buf, pos):
     pos += 4
     o.client_id, pos = _p.read_compact_string(buf, pos)
     o.client_host, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -341,13 +397,20 @@ def _w_Member_v0(o, w):
     _p.write_compact_string(w, o.client_id)
     _p.write_compact_string(w, o.client_host)
     a = o.subscribed_topic_names
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.subscribed_topic_regex)
     _w_Assignment_v0(o.assignment, w)
     _w_Assignment_v0(o.target_assignment, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Member_v1(buf, pos):
@@ -360,7 +423,12 @@ def _r_Member_v1(buf, pos):
     pos += 4
     o.client_id, pos = _p.read_compact_string(buf, pos)
     o.client_host, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -389,14 +457,21 @@ def _w_Member_v1(o, w):
     _p.write_compact_string(w, o.client_id)
     _p.write_compact_string(w, o.client_host)
     a = o.subscribed_topic_names
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.subscribed_topic_regex)
     _w_Assignment_v0(o.assignment, w)
     _w_Assignment_v0(o.target_assignment, w)
     w += _S_b.pack(o.member_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v0(buf, pos):
@@ -410,7 +485,12 @@ def _r_DescribedGroup_v0(buf, pos):
     o.group_epoch, o.assignment_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Member_v0(buf, pos)
@@ -436,11 +516,18 @@ def _w_DescribedGroup_v0(o, w):
     w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
     _p.write_compact_string(w, o.assignor_name)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Member_v0(e, w)
     w += _S_i.pack(o.authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v1(buf, pos):
@@ -454,7 +541,12 @@ def _r_DescribedGroup_v1(buf, pos):
     o.group_epoch, o.assignment_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Member_v1(buf, pos)
@@ -480,11 +572,18 @@ def _w_DescribedGroup_v1(o, w):
     w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
     _p.write_compact_string(w, o.assignor_name)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Member_v1(e, w)
     w += _S_i.pack(o.authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupDescribeResponse._FIELDS = (

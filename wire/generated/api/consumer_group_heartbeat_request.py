@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_i = _Struct('>i')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ConsumerGroupHeartbeatRequest(Message):
@@ -105,7 +107,12 @@ def _r_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     o.rack_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -115,7 +122,12 @@ def _r_ConsumerGroupHeartbeatRequest_v0(buf, pos):
             a.append(e)
         o.subscribed_topic_names = a
     o.server_assignor, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -147,7 +159,11 @@ def _w_ConsumerGroupHeartbeatRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.server_assignor)
@@ -155,10 +171,17 @@ def _w_ConsumerGroupHeartbeatRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TopicPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ConsumerGroupHeartbeatRequest_v1(buf, pos):
@@ -172,7 +195,12 @@ def _r_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     o.rack_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -183,7 +211,12 @@ def _r_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         o.subscribed_topic_names = a
     o.subscribed_topic_regex, pos = _p.read_compact_nullable_string(buf, pos)
     o.server_assignor, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -213,7 +246,11 @@ def _w_ConsumerGroupHeartbeatRequest_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.subscribed_topic_regex)
@@ -222,10 +259,17 @@ def _w_ConsumerGroupHeartbeatRequest_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TopicPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartitions_v0(buf, pos):
@@ -233,7 +277,12 @@ def _r_TopicPartitions_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -247,8 +296,16 @@ _T_TopicPartitions_v0 = {}
 def _w_TopicPartitions_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupHeartbeatRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -99,7 +100,12 @@ def _w_CreateAclsRequest_v1(o, w):
 def _r_CreateAclsRequest_v2(buf, pos):
     o = _new(CreateAclsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AclCreation_v2(buf, pos)
@@ -117,10 +123,17 @@ _T_CreateAclsRequest_v2 = {}
 
 def _w_CreateAclsRequest_v2(o, w):
     a = o.creations
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AclCreation_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AclCreation_v1(buf, pos):
@@ -176,7 +189,10 @@ def _w_AclCreation_v2(o, w):
     _p.write_compact_string(w, o.principal)
     _p.write_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreateAclsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -101,7 +102,12 @@ def _r_CreateDelegationTokenRequest_v2(buf, pos):
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableRenewers_v2(buf, pos)
@@ -125,11 +131,18 @@ def _w_CreateDelegationTokenRequest_v2(o, w):
     if o.owner_principal_name != '':
         raise _p.EncodeError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 2; leave it at its default')
     a = o.renewers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableRenewers_v2(e, w)
     w += _S_q.pack(o.max_lifetime_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreateDelegationTokenRequest_v3(buf, pos):
@@ -137,7 +150,12 @@ def _r_CreateDelegationTokenRequest_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.owner_principal_type, pos = _p.read_compact_nullable_string(buf, pos)
     o.owner_principal_name, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableRenewers_v2(buf, pos)
@@ -159,11 +177,18 @@ def _w_CreateDelegationTokenRequest_v3(o, w):
     _p.write_compact_nullable_string(w, o.owner_principal_type)
     _p.write_compact_nullable_string(w, o.owner_principal_name)
     a = o.renewers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableRenewers_v2(e, w)
     w += _S_q.pack(o.max_lifetime_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableRenewers_v1(buf, pos):
@@ -197,7 +222,10 @@ _T_CreatableRenewers_v2 = {}
 def _w_CreatableRenewers_v2(o, w):
     _p.write_compact_string(w, o.principal_type)
     _p.write_compact_string(w, o.principal_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreateDelegationTokenRequest._FIELDS = (

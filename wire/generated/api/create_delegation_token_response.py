@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -146,7 +147,10 @@ def _w_CreateDelegationTokenResponse_v2(o, w):
     _p.write_compact_string(w, o.token_id)
     _p.write_compact_bytes(w, o.hmac)
     w += _S_i.pack(o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreateDelegationTokenResponse_v3(buf, pos):
@@ -184,7 +188,10 @@ def _w_CreateDelegationTokenResponse_v3(o, w):
     _p.write_compact_string(w, o.token_id)
     _p.write_compact_bytes(w, o.hmac)
     w += _S_i.pack(o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreateDelegationTokenResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_i = _Struct('>i')
 _S_io = _Struct('>i?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class CreatePartitionsRequest(Message):
@@ -111,7 +113,12 @@ def _w_CreatePartitionsRequest_v0(o, w):
 def _r_CreatePartitionsRequest_v2(buf, pos):
     o = _new(CreatePartitionsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatePartitionsTopic_v2(buf, pos)
@@ -131,11 +138,18 @@ _T_CreatePartitionsRequest_v2 = {}
 
 def _w_CreatePartitionsRequest_v2(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatePartitionsTopic_v2(e, w)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatePartitionsAssignment_v0(buf, pos):
@@ -155,7 +169,12 @@ def _w_CreatePartitionsAssignment_v0(o, w):
 def _r_CreatePartitionsAssignment_v2(buf, pos):
     o = _new(CreatePartitionsAssignment)
     o.unknown_tagged_fields = ()
-    o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.broker_ids = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -168,8 +187,16 @@ _T_CreatePartitionsAssignment_v2 = {}
 
 def _w_CreatePartitionsAssignment_v2(o, w):
     a = o.broker_ids
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatePartitionsTopic_v0(buf, pos):
@@ -208,7 +235,12 @@ def _r_CreatePartitionsTopic_v2(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.count, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.assignments = None
     else:
@@ -234,10 +266,17 @@ def _w_CreatePartitionsTopic_v2(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_CreatePartitionsAssignment_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreatePartitionsRequest._FIELDS = (

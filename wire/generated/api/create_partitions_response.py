@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -92,7 +93,12 @@ def _r_CreatePartitionsResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatePartitionsTopicResult_v2(buf, pos)
@@ -111,10 +117,17 @@ _T_CreatePartitionsResponse_v2 = {}
 def _w_CreatePartitionsResponse_v2(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatePartitionsTopicResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatePartitionsTopicResult_v0(buf, pos):
@@ -154,7 +167,10 @@ def _w_CreatePartitionsTopicResult_v2(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreatePartitionsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_i = _Struct('>i')
 _S_ih = _Struct('>ih')
 _S_io = _Struct('>i?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class CreateTopicsRequest(Message):
@@ -145,7 +147,12 @@ def _w_CreateTopicsRequest_v2(o, w):
 def _r_CreateTopicsRequest_v5(buf, pos):
     o = _new(CreateTopicsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableTopic_v5(buf, pos)
@@ -165,11 +172,18 @@ _T_CreateTopicsRequest_v5 = {}
 
 def _w_CreateTopicsRequest_v5(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableTopic_v5(e, w)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableReplicaAssignment_v2(buf, pos):
@@ -194,7 +208,12 @@ def _r_CreatableReplicaAssignment_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.broker_ids = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.broker_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -208,8 +227,16 @@ _T_CreatableReplicaAssignment_v5 = {}
 def _w_CreatableReplicaAssignment_v5(o, w):
     w += _S_i.pack(o.partition_index)
     a = o.broker_ids
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableTopicConfig_v2(buf, pos):
@@ -243,7 +270,10 @@ _T_CreatableTopicConfig_v5 = {}
 def _w_CreatableTopicConfig_v5(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_nullable_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableTopic_v2(buf, pos):
@@ -286,13 +316,23 @@ def _r_CreatableTopic_v5(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableReplicaAssignment_v5(buf, pos)
         a.append(e)
     o.assignments = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableTopicConfig_v5(buf, pos)
@@ -312,14 +352,25 @@ def _w_CreatableTopic_v5(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
     a = o.assignments
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableReplicaAssignment_v5(e, w)
     a = o.configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableTopicConfig_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreateTopicsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -148,7 +149,12 @@ def _r_CreateTopicsResponse_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableTopicResult_v5(buf, pos)
@@ -167,10 +173,17 @@ _T_CreateTopicsResponse_v5 = {}
 def _w_CreateTopicsResponse_v5(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableTopicResult_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreateTopicsResponse_v7(buf, pos):
@@ -178,7 +191,12 @@ def _r_CreateTopicsResponse_v7(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CreatableTopicResult_v7(buf, pos)
@@ -197,10 +215,17 @@ _T_CreateTopicsResponse_v7 = {}
 def _w_CreateTopicsResponse_v7(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CreatableTopicResult_v7(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableTopicConfigs_v5(buf, pos):
@@ -224,7 +249,10 @@ def _w_CreatableTopicConfigs_v5(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_nullable_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableTopicResult_v2(buf, pos):
@@ -259,7 +287,12 @@ def _r_CreatableTopicResult_v5(buf, pos):
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.configs = None
     else:
@@ -293,7 +326,11 @@ def _w_CreatableTopicResult_v5(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_CreatableTopicConfigs_v5(e, w)
     tags = []
@@ -301,7 +338,10 @@ def _w_CreatableTopicResult_v5(o, w):
         t = bytearray()
         t += _S_h.pack(o.topic_config_error_code)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CreatableTopicResult_v7(buf, pos):
@@ -314,7 +354,12 @@ def _r_CreatableTopicResult_v7(buf, pos):
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.configs = None
     else:
@@ -348,7 +393,11 @@ def _w_CreatableTopicResult_v7(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_CreatableTopicConfigs_v5(e, w)
     tags = []
@@ -356,7 +405,10 @@ def _w_CreatableTopicResult_v7(o, w):
         t = bytearray()
         t += _S_h.pack(o.topic_config_error_code)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 CreateTopicsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -143,7 +144,12 @@ def _r_DeleteAclsResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteAclsFilterResult_v2(buf, pos)
@@ -162,10 +168,17 @@ _T_DeleteAclsResponse_v2 = {}
 def _w_DeleteAclsResponse_v2(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.filter_results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteAclsFilterResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteAclsMatchingAcl_v1(buf, pos):
@@ -231,7 +244,10 @@ def _w_DeleteAclsMatchingAcl_v2(o, w):
     _p.write_compact_string(w, o.principal)
     _p.write_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteAclsFilterResult_v1(buf, pos):
@@ -264,7 +280,12 @@ def _r_DeleteAclsFilterResult_v2(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteAclsMatchingAcl_v2(buf, pos)
@@ -284,10 +305,17 @@ def _w_DeleteAclsFilterResult_v2(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.matching_acls
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteAclsMatchingAcl_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteAclsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -107,7 +108,12 @@ def _w_DeleteRecordsRequest_v0(o, w):
 def _r_DeleteRecordsRequest_v2(buf, pos):
     o = _new(DeleteRecordsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteRecordsTopic_v2(buf, pos)
@@ -127,11 +133,18 @@ _T_DeleteRecordsRequest_v2 = {}
 
 def _w_DeleteRecordsRequest_v2(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteRecordsTopic_v2(e, w)
     w += _S_i.pack(o.timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteRecordsPartition_v0(buf, pos):
@@ -163,7 +176,10 @@ _T_DeleteRecordsPartition_v2 = {}
 
 def _w_DeleteRecordsPartition_v2(o, w):
     w += _S_iq.pack(o.partition_index, o.offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteRecordsTopic_v0(buf, pos):
@@ -191,7 +207,12 @@ def _r_DeleteRecordsTopic_v2(buf, pos):
     o = _new(DeleteRecordsTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteRecordsPartition_v2(buf, pos)
@@ -210,10 +231,17 @@ _T_DeleteRecordsTopic_v2 = {}
 def _w_DeleteRecordsTopic_v2(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteRecordsPartition_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteRecordsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -113,7 +114,12 @@ def _r_DeleteRecordsResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteRecordsTopicResult_v2(buf, pos)
@@ -132,10 +138,17 @@ _T_DeleteRecordsResponse_v2 = {}
 def _w_DeleteRecordsResponse_v2(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteRecordsTopicResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteRecordsPartitionResult_v0(buf, pos):
@@ -167,7 +180,10 @@ _T_DeleteRecordsPartitionResult_v2 = {}
 
 def _w_DeleteRecordsPartitionResult_v2(o, w):
     w += _S_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteRecordsTopicResult_v0(buf, pos):
@@ -195,7 +211,12 @@ def _r_DeleteRecordsTopicResult_v2(buf, pos):
     o = _new(DeleteRecordsTopicResult)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteRecordsPartitionResult_v2(buf, pos)
@@ -214,10 +235,17 @@ _T_DeleteRecordsTopicResult_v2 = {}
 def _w_DeleteRecordsTopicResult_v2(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteRecordsPartitionResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteRecordsResponse._FIELDS = (

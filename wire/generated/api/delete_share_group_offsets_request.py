@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -60,7 +61,12 @@ def _r_DeleteShareGroupOffsetsRequest_v0(buf, pos):
     o = _new(DeleteShareGroupOffsetsRequest)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteShareGroupOffsetsRequestTopic_v0(buf, pos)
@@ -79,10 +85,17 @@ _T_DeleteShareGroupOffsetsRequest_v0 = {}
 def _w_DeleteShareGroupOffsetsRequest_v0(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteShareGroupOffsetsRequestTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteShareGroupOffsetsRequestTopic_v0(buf, pos):
@@ -101,7 +114,10 @@ _T_DeleteShareGroupOffsetsRequestTopic_v0 = {}
 
 def _w_DeleteShareGroupOffsetsRequestTopic_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteShareGroupOffsetsRequest._FIELDS = (

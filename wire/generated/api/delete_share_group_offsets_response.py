@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -83,7 +84,12 @@ def _r_DeleteShareGroupOffsetsResponse_v0(buf, pos):
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos)
@@ -103,10 +109,17 @@ def _w_DeleteShareGroupOffsetsResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteShareGroupOffsetsResponseTopic_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -130,7 +143,10 @@ def _w_DeleteShareGroupOffsetsResponseTopic_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_uh.pack(o.topic_id, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteShareGroupOffsetsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -94,7 +95,12 @@ def _r_DeleteTopicsRequest_v4(buf, pos):
     o = _new(DeleteTopicsRequest)
     o.topics = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -116,18 +122,30 @@ def _w_DeleteTopicsRequest_v4(o, w):
     if o.topics is None or len(o.topics) > 0:
         raise _p.EncodeError('DeleteTopicsRequest.topics cannot be sent at versions 4-5; leave it at its default')
     a = o.topic_names
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     w += _S_i.pack(o.timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteTopicsRequest_v6(buf, pos):
     o = _new(DeleteTopicsRequest)
     o.topic_names = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeleteTopicState_v6(buf, pos)
@@ -147,11 +165,18 @@ _T_DeleteTopicsRequest_v6 = {}
 
 def _w_DeleteTopicsRequest_v6(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeleteTopicState_v6(e, w)
     w += _S_i.pack(o.timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteTopicState_v6(buf, pos):
@@ -173,7 +198,10 @@ _T_DeleteTopicState_v6 = {}
 def _w_DeleteTopicState_v6(o, w):
     _p.write_compact_nullable_string(w, o.name)
     w += _S_u.pack(o.topic_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteTopicsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -97,7 +98,12 @@ def _r_DeleteTopicsResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeletableTopicResult_v4(buf, pos)
@@ -116,10 +122,17 @@ _T_DeleteTopicsResponse_v4 = {}
 def _w_DeleteTopicsResponse_v4(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeletableTopicResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteTopicsResponse_v5(buf, pos):
@@ -127,7 +140,12 @@ def _r_DeleteTopicsResponse_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeletableTopicResult_v5(buf, pos)
@@ -146,10 +164,17 @@ _T_DeleteTopicsResponse_v5 = {}
 def _w_DeleteTopicsResponse_v5(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeletableTopicResult_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeleteTopicsResponse_v6(buf, pos):
@@ -157,7 +182,12 @@ def _r_DeleteTopicsResponse_v6(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DeletableTopicResult_v6(buf, pos)
@@ -176,10 +206,17 @@ _T_DeleteTopicsResponse_v6 = {}
 def _w_DeleteTopicsResponse_v6(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DeletableTopicResult_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeletableTopicResult_v1(buf, pos):
@@ -219,7 +256,10 @@ _T_DeletableTopicResult_v4 = {}
 def _w_DeletableTopicResult_v4(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeletableTopicResult_v5(buf, pos):
@@ -244,7 +284,10 @@ def _w_DeletableTopicResult_v5(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DeletableTopicResult_v6(buf, pos):
@@ -268,7 +311,10 @@ def _w_DeletableTopicResult_v6(o, w):
     _p.write_compact_nullable_string(w, o.name)
     w += _S_uh.pack(o.topic_id, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DeleteTopicsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -113,7 +114,10 @@ def _w_DescribeAclsRequest_v2(o, w):
     _p.write_compact_nullable_string(w, o.principal_filter)
     _p.write_compact_nullable_string(w, o.host_filter)
     w += _S_bb.pack(o.operation, o.permission_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeAclsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -137,7 +138,12 @@ def _r_DescribeAclsResponse_v2(buf, pos):
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeAclsResource_v2(buf, pos)
@@ -157,10 +163,17 @@ def _w_DescribeAclsResponse_v2(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.resources
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeAclsResource_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AclDescription_v1(buf, pos):
@@ -200,7 +213,10 @@ def _w_AclDescription_v2(o, w):
     _p.write_compact_string(w, o.principal)
     _p.write_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeAclsResource_v1(buf, pos):
@@ -238,7 +254,12 @@ def _r_DescribeAclsResource_v2(buf, pos):
     o.resource_name, pos = _p.read_compact_string(buf, pos)
     o.pattern_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AclDescription_v2(buf, pos)
@@ -259,10 +280,17 @@ def _w_DescribeAclsResource_v2(o, w):
     _p.write_compact_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
     a = o.acls
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AclDescription_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeAclsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -90,7 +91,12 @@ def _w_DescribeClientQuotasRequest_v0(o, w):
 def _r_DescribeClientQuotasRequest_v1(buf, pos):
     o = _new(DescribeClientQuotasRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ComponentData_v1(buf, pos)
@@ -110,11 +116,18 @@ _T_DescribeClientQuotasRequest_v1 = {}
 
 def _w_DescribeClientQuotasRequest_v1(o, w):
     a = o.components
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ComponentData_v1(e, w)
     w += _S_o.pack(o.strict)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ComponentData_v0(buf, pos):
@@ -154,7 +167,10 @@ def _w_ComponentData_v1(o, w):
     _p.write_compact_string(w, o.entity_type)
     w += _S_b.pack(o.match_type)
     _p.write_compact_nullable_string(w, o.match)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeClientQuotasRequest._FIELDS = (

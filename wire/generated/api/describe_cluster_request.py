@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -68,7 +69,10 @@ def _w_DescribeClusterRequest_v0(o, w):
     if o.include_fenced_brokers != False:
         raise _p.EncodeError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 0; leave it at its default')
     w += _S_o.pack(o.include_cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterRequest_v1(buf, pos):
@@ -91,7 +95,10 @@ def _w_DescribeClusterRequest_v1(o, w):
     if o.include_fenced_brokers != False:
         raise _p.EncodeError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 1; leave it at its default')
     w += _S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterRequest_v2(buf, pos):
@@ -111,7 +118,10 @@ _T_DescribeClusterRequest_v2 = {}
 
 def _w_DescribeClusterRequest_v2(o, w):
     w += _S_obo.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeClusterRequest._FIELDS = (

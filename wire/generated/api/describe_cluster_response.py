@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -109,7 +110,12 @@ def _r_DescribeClusterResponse_v0(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeClusterBroker_v0(buf, pos)
@@ -135,11 +141,18 @@ def _w_DescribeClusterResponse_v0(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeClusterBroker_v0(e, w)
     w += _S_i.pack(o.cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterResponse_v1(buf, pos):
@@ -153,7 +166,12 @@ def _r_DescribeClusterResponse_v1(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeClusterBroker_v0(buf, pos)
@@ -178,11 +196,18 @@ def _w_DescribeClusterResponse_v1(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeClusterBroker_v0(e, w)
     w += _S_i.pack(o.cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterResponse_v2(buf, pos):
@@ -196,7 +221,12 @@ def _r_DescribeClusterResponse_v2(buf, pos):
     o.cluster_id, pos = _p.read_compact_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeClusterBroker_v2(buf, pos)
@@ -221,11 +251,18 @@ def _w_DescribeClusterResponse_v2(o, w):
     _p.write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeClusterBroker_v2(e, w)
     w += _S_i.pack(o.cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterBroker_v0(buf, pos):
@@ -255,7 +292,10 @@ def _w_DescribeClusterBroker_v0(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeClusterBroker_v2(buf, pos):
@@ -285,7 +325,10 @@ def _w_DescribeClusterBroker_v2(o, w):
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_o.pack(o.is_fenced)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeClusterResponse._FIELDS = (

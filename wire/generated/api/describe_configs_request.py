@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -120,7 +121,12 @@ def _w_DescribeConfigsRequest_v3(o, w):
 def _r_DescribeConfigsRequest_v4(buf, pos):
     o = _new(DescribeConfigsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeConfigsResource_v4(buf, pos)
@@ -140,11 +146,18 @@ _T_DescribeConfigsRequest_v4 = {}
 
 def _w_DescribeConfigsRequest_v4(o, w):
     a = o.resources
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeConfigsResource_v4(e, w)
     w += _S_oo.pack(o.include_synonyms, o.include_documentation)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeConfigsResource_v1(buf, pos):
@@ -183,7 +196,12 @@ def _r_DescribeConfigsResource_v4(buf, pos):
     o.resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.configuration_keys = None
     else:
@@ -209,10 +227,17 @@ def _w_DescribeConfigsResource_v4(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeConfigsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -194,7 +195,12 @@ def _r_DescribeConfigsResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeConfigsResult_v4(buf, pos)
@@ -213,10 +219,17 @@ _T_DescribeConfigsResponse_v4 = {}
 def _w_DescribeConfigsResponse_v4(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeConfigsResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeConfigsSynonym_v1(buf, pos):
@@ -256,7 +269,10 @@ def _w_DescribeConfigsSynonym_v4(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_nullable_string(w, o.value)
     w += _S_b.pack(o.source)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeConfigsResourceResult_v1(buf, pos):
@@ -325,7 +341,12 @@ def _r_DescribeConfigsResourceResult_v4(buf, pos):
     o.value, pos = _p.read_compact_nullable_string(buf, pos)
     o.read_only, o.config_source, o.is_sensitive, = _S_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeConfigsSynonym_v4(buf, pos)
@@ -349,12 +370,19 @@ def _w_DescribeConfigsResourceResult_v4(o, w):
     _p.write_compact_nullable_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     a = o.synonyms
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeConfigsSynonym_v4(e, w)
     w += _S_b.pack(o.config_type)
     _p.write_compact_nullable_string(w, o.documentation)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeConfigsResult_v1(buf, pos):
@@ -424,7 +452,12 @@ def _r_DescribeConfigsResult_v4(buf, pos):
     o.resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeConfigsResourceResult_v4(buf, pos)
@@ -446,10 +479,17 @@ def _w_DescribeConfigsResult_v4(o, w):
     w += _S_b.pack(o.resource_type)
     _p.write_compact_string(w, o.resource_name)
     a = o.configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeConfigsResourceResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeConfigsResponse._FIELDS = (

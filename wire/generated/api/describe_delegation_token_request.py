@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -84,7 +85,12 @@ def _w_DescribeDelegationTokenRequest_v1(o, w):
 def _r_DescribeDelegationTokenRequest_v2(buf, pos):
     o = _new(DescribeDelegationTokenRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.owners = None
     else:
@@ -108,10 +114,17 @@ def _w_DescribeDelegationTokenRequest_v2(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_DescribeDelegationTokenOwner_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeDelegationTokenOwner_v1(buf, pos):
@@ -145,7 +158,10 @@ _T_DescribeDelegationTokenOwner_v2 = {}
 def _w_DescribeDelegationTokenOwner_v2(o, w):
     _p.write_compact_string(w, o.principal_type)
     _p.write_compact_string(w, o.principal_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeDelegationTokenRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -149,7 +150,12 @@ def _r_DescribeDelegationTokenResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedDelegationToken_v2(buf, pos)
@@ -170,11 +176,18 @@ _T_DescribeDelegationTokenResponse_v2 = {}
 def _w_DescribeDelegationTokenResponse_v2(o, w):
     w += _S_h.pack(o.error_code)
     a = o.tokens
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedDelegationToken_v2(e, w)
     w += _S_i.pack(o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeDelegationTokenResponse_v3(buf, pos):
@@ -182,7 +195,12 @@ def _r_DescribeDelegationTokenResponse_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedDelegationToken_v3(buf, pos)
@@ -203,11 +221,18 @@ _T_DescribeDelegationTokenResponse_v3 = {}
 def _w_DescribeDelegationTokenResponse_v3(o, w):
     w += _S_h.pack(o.error_code)
     a = o.tokens
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedDelegationToken_v3(e, w)
     w += _S_i.pack(o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedDelegationTokenRenewer_v1(buf, pos):
@@ -241,7 +266,10 @@ _T_DescribedDelegationTokenRenewer_v2 = {}
 def _w_DescribedDelegationTokenRenewer_v2(o, w):
     _p.write_compact_string(w, o.principal_type)
     _p.write_compact_string(w, o.principal_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedDelegationToken_v1(buf, pos):
@@ -291,7 +319,12 @@ def _r_DescribedDelegationToken_v2(buf, pos):
     pos += 24
     o.token_id, pos = _p.read_compact_string(buf, pos)
     o.hmac, pos = _p.read_compact_bytes(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedDelegationTokenRenewer_v2(buf, pos)
@@ -318,10 +351,17 @@ def _w_DescribedDelegationToken_v2(o, w):
     _p.write_compact_string(w, o.token_id)
     _p.write_compact_bytes(w, o.hmac)
     a = o.renewers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedDelegationTokenRenewer_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedDelegationToken_v3(buf, pos):
@@ -335,7 +375,12 @@ def _r_DescribedDelegationToken_v3(buf, pos):
     pos += 24
     o.token_id, pos = _p.read_compact_string(buf, pos)
     o.hmac, pos = _p.read_compact_bytes(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedDelegationTokenRenewer_v2(buf, pos)
@@ -360,10 +405,17 @@ def _w_DescribedDelegationToken_v3(o, w):
     _p.write_compact_string(w, o.token_id)
     _p.write_compact_bytes(w, o.hmac)
     a = o.renewers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedDelegationTokenRenewer_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeDelegationTokenResponse._FIELDS = (

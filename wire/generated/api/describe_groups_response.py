@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -213,7 +214,12 @@ def _r_DescribeGroupsResponse_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v5(buf, pos)
@@ -232,10 +238,17 @@ _T_DescribeGroupsResponse_v5 = {}
 def _w_DescribeGroupsResponse_v5(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeGroupsResponse_v6(buf, pos):
@@ -243,7 +256,12 @@ def _r_DescribeGroupsResponse_v6(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v6(buf, pos)
@@ -262,10 +280,17 @@ _T_DescribeGroupsResponse_v6 = {}
 def _w_DescribeGroupsResponse_v6(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroupMember_v0(buf, pos):
@@ -335,7 +360,10 @@ def _w_DescribedGroupMember_v5(o, w):
     _p.write_compact_string(w, o.client_host)
     _p.write_compact_bytes(w, o.member_metadata)
     _p.write_compact_bytes(w, o.member_assignment)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v0(buf, pos):
@@ -456,7 +484,12 @@ def _r_DescribedGroup_v5(buf, pos):
     o.group_state, pos = _p.read_compact_string(buf, pos)
     o.protocol_type, pos = _p.read_compact_string(buf, pos)
     o.protocol_data, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroupMember_v5(buf, pos)
@@ -483,11 +516,18 @@ def _w_DescribedGroup_v5(o, w):
     _p.write_compact_string(w, o.protocol_type)
     _p.write_compact_string(w, o.protocol_data)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroupMember_v5(e, w)
     w += _S_i.pack(o.authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v6(buf, pos):
@@ -500,7 +540,12 @@ def _r_DescribedGroup_v6(buf, pos):
     o.group_state, pos = _p.read_compact_string(buf, pos)
     o.protocol_type, pos = _p.read_compact_string(buf, pos)
     o.protocol_data, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroupMember_v5(buf, pos)
@@ -526,11 +571,18 @@ def _w_DescribedGroup_v6(o, w):
     _p.write_compact_string(w, o.protocol_type)
     _p.write_compact_string(w, o.protocol_data)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroupMember_v5(e, w)
     w += _S_i.pack(o.authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeGroupsResponse._FIELDS = (

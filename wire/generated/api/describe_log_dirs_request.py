@@ -4,13 +4,14 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
 from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
-
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class DescribeLogDirsRequest(Message):
@@ -84,7 +85,12 @@ def _w_DescribeLogDirsRequest_v1(o, w):
 def _r_DescribeLogDirsRequest_v2(buf, pos):
     o = _new(DescribeLogDirsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -108,10 +114,17 @@ def _w_DescribeLogDirsRequest_v2(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_DescribableLogDirTopic_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribableLogDirTopic_v1(buf, pos):
@@ -134,7 +147,12 @@ def _r_DescribableLogDirTopic_v2(buf, pos):
     o = _new(DescribableLogDirTopic)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -148,8 +166,16 @@ _T_DescribableLogDirTopic_v2 = {}
 def _w_DescribableLogDirTopic_v2(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeLogDirsRequest._FIELDS = (

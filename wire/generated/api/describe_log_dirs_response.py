@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -164,7 +165,12 @@ def _r_DescribeLogDirsResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsResult_v2(buf, pos)
@@ -183,10 +189,17 @@ _T_DescribeLogDirsResponse_v2 = {}
 def _w_DescribeLogDirsResponse_v2(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResponse_v3(buf, pos):
@@ -194,7 +207,12 @@ def _r_DescribeLogDirsResponse_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsResult_v2(buf, pos)
@@ -213,10 +231,17 @@ _T_DescribeLogDirsResponse_v3 = {}
 def _w_DescribeLogDirsResponse_v3(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResponse_v4(buf, pos):
@@ -224,7 +249,12 @@ def _r_DescribeLogDirsResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsResult_v4(buf, pos)
@@ -243,10 +273,17 @@ _T_DescribeLogDirsResponse_v4 = {}
 def _w_DescribeLogDirsResponse_v4(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResponse_v5(buf, pos):
@@ -254,7 +291,12 @@ def _r_DescribeLogDirsResponse_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsResult_v5(buf, pos)
@@ -273,10 +315,17 @@ _T_DescribeLogDirsResponse_v5 = {}
 def _w_DescribeLogDirsResponse_v5(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsResult_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsPartition_v1(buf, pos):
@@ -308,7 +357,10 @@ _T_DescribeLogDirsPartition_v2 = {}
 
 def _w_DescribeLogDirsPartition_v2(o, w):
     w += _S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsTopic_v1(buf, pos):
@@ -336,7 +388,12 @@ def _r_DescribeLogDirsTopic_v2(buf, pos):
     o = _new(DescribeLogDirsTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsPartition_v2(buf, pos)
@@ -355,10 +412,17 @@ _T_DescribeLogDirsTopic_v2 = {}
 def _w_DescribeLogDirsTopic_v2(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsPartition_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResult_v1(buf, pos):
@@ -397,7 +461,12 @@ def _r_DescribeLogDirsResult_v2(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsTopic_v2(buf, pos)
@@ -417,10 +486,17 @@ def _w_DescribeLogDirsResult_v2(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_string(w, o.log_dir)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsTopic_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResult_v4(buf, pos):
@@ -430,7 +506,12 @@ def _r_DescribeLogDirsResult_v4(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsTopic_v2(buf, pos)
@@ -452,11 +533,18 @@ def _w_DescribeLogDirsResult_v4(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_string(w, o.log_dir)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsTopic_v2(e, w)
     w += _S_qq.pack(o.total_bytes, o.usable_bytes)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeLogDirsResult_v5(buf, pos):
@@ -465,7 +553,12 @@ def _r_DescribeLogDirsResult_v5(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeLogDirsTopic_v2(buf, pos)
@@ -487,11 +580,18 @@ def _w_DescribeLogDirsResult_v5(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_string(w, o.log_dir)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeLogDirsTopic_v2(e, w)
     w += _S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeLogDirsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -138,7 +139,12 @@ def _r_DescribeShareGroupOffsetsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos)
@@ -157,10 +163,17 @@ _T_DescribeShareGroupOffsetsResponse_v0 = {}
 def _w_DescribeShareGroupOffsetsResponse_v0(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponseGroup_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponse_v1(buf, pos):
@@ -168,7 +181,12 @@ def _r_DescribeShareGroupOffsetsResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
@@ -187,10 +205,17 @@ _T_DescribeShareGroupOffsetsResponse_v1 = {}
 def _w_DescribeShareGroupOffsetsResponse_v1(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponseGroup_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos):
@@ -213,7 +238,10 @@ _T_DescribeShareGroupOffsetsResponsePartition_v0 = {}
 def _w_DescribeShareGroupOffsetsResponsePartition_v0(o, w):
     w += _S_iqih.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos):
@@ -235,7 +263,10 @@ _T_DescribeShareGroupOffsetsResponsePartition_v1 = {}
 def _w_DescribeShareGroupOffsetsResponsePartition_v1(o, w):
     w += _S_iqiqh.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -244,7 +275,12 @@ def _r_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos):
     o.topic_name, pos = _p.read_compact_string(buf, pos)
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos)
@@ -264,10 +300,17 @@ def _w_DescribeShareGroupOffsetsResponseTopic_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponsePartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos):
@@ -276,7 +319,12 @@ def _r_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos):
     o.topic_name, pos = _p.read_compact_string(buf, pos)
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
@@ -296,17 +344,29 @@ def _w_DescribeShareGroupOffsetsResponseTopic_v1(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponsePartition_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos):
     o = _new(DescribeShareGroupOffsetsResponseGroup)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos)
@@ -328,19 +388,31 @@ _T_DescribeShareGroupOffsetsResponseGroup_v0 = {}
 def _w_DescribeShareGroupOffsetsResponseGroup_v0(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponseTopic_v0(e, w)
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos):
     o = _new(DescribeShareGroupOffsetsResponseGroup)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
@@ -362,12 +434,19 @@ _T_DescribeShareGroupOffsetsResponseGroup_v1 = {}
 def _w_DescribeShareGroupOffsetsResponseGroup_v1(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeShareGroupOffsetsResponseTopic_v1(e, w)
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeShareGroupOffsetsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -84,7 +85,12 @@ class Cursor(Struct):
 def _r_DescribeTopicPartitionsRequest_v0(buf, pos):
     o = _new(DescribeTopicPartitionsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicRequest_v0(buf, pos)
@@ -109,7 +115,11 @@ _T_DescribeTopicPartitionsRequest_v0 = {}
 
 def _w_DescribeTopicPartitionsRequest_v0(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicRequest_v0(e, w)
     w += _S_i.pack(o.response_partition_limit)
@@ -119,7 +129,10 @@ def _w_DescribeTopicPartitionsRequest_v0(o, w):
     else:
         w.append(1)
         _w_Cursor_v0(s, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicRequest_v0(buf, pos):
@@ -138,7 +151,10 @@ _T_TopicRequest_v0 = {}
 
 def _w_TopicRequest_v0(o, w):
     _p.write_compact_string(w, o.name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Cursor_v0(buf, pos):
@@ -160,7 +176,10 @@ _T_Cursor_v0 = {}
 def _w_Cursor_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeTopicPartitionsRequest._FIELDS = (

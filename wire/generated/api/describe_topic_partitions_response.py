@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -14,6 +15,7 @@ _S_h = _Struct('>h')
 _S_hiii = _Struct('>hiii')
 _S_i = _Struct('>i')
 _S_uo = _Struct('>16s?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class DescribeTopicPartitionsResponse(Message):
@@ -158,7 +160,12 @@ def _r_DescribeTopicPartitionsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
@@ -182,7 +189,11 @@ _T_DescribeTopicPartitionsResponse_v0 = {}
 def _w_DescribeTopicPartitionsResponse_v0(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeTopicPartitionsResponseTopic_v0(e, w)
     s = o.next_cursor
@@ -191,7 +202,10 @@ def _w_DescribeTopicPartitionsResponse_v0(o, w):
     else:
         w.append(1)
         _w_Cursor_v0(s, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeTopicPartitionsResponsePartition_v0(buf, pos):
@@ -199,19 +213,44 @@ def _r_DescribeTopicPartitionsResponsePartition_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch, = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    o.replica_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.isr_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.replica_nodes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.replica_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr_nodes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.eligible_leader_replicas = None
     else:
         o.eligible_leader_replicas, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.last_known_elr = None
     else:
         o.last_known_elr, pos = _p.read_fixed_array(buf, pos, n, 'i', 4)
-    o.offline_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.offline_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.offline_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -225,22 +264,50 @@ _T_DescribeTopicPartitionsResponsePartition_v0 = {}
 def _w_DescribeTopicPartitionsResponsePartition_v0(o, w):
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr_nodes
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.eligible_leader_replicas
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_fixed_array(w, a, 'i')
+        n = len(a)
+        if n < 64:
+            w.append(n + 1)
+            w += _A_i[n].pack(*a)
+        else:
+            _p.write_compact_fixed_array(w, a, 'i')
     a = o.last_known_elr
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_fixed_array(w, a, 'i')
+        n = len(a)
+        if n < 64:
+            w.append(n + 1)
+            w += _A_i[n].pack(*a)
+        else:
+            _p.write_compact_fixed_array(w, a, 'i')
     a = o.offline_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
@@ -251,7 +318,12 @@ def _r_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
     o.name, pos = _p.read_compact_nullable_string(buf, pos)
     o.topic_id, o.is_internal, = _S_uo.unpack_from(buf, pos)
     pos += 17
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
@@ -274,11 +346,18 @@ def _w_DescribeTopicPartitionsResponseTopic_v0(o, w):
     _p.write_compact_nullable_string(w, o.name)
     w += _S_uo.pack(o.topic_id, o.is_internal)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeTopicPartitionsResponsePartition_v0(e, w)
     w += _S_i.pack(o.topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Cursor_v0(buf, pos):
@@ -300,7 +379,10 @@ _T_Cursor_v0 = {}
 def _w_Cursor_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeTopicPartitionsResponse._FIELDS = (

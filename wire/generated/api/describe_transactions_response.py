@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_iqqh = _Struct('>iqqh')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class DescribeTransactionsResponse(Message):
@@ -112,7 +114,12 @@ def _r_DescribeTransactionsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TransactionState_v0(buf, pos)
@@ -131,17 +138,29 @@ _T_DescribeTransactionsResponse_v0 = {}
 def _w_DescribeTransactionsResponse_v0(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.transaction_states
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TransactionState_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v0(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -155,8 +174,16 @@ _T_TopicData_v0 = {}
 def _w_TopicData_v0(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TransactionState_v0(buf, pos):
@@ -168,7 +195,12 @@ def _r_TransactionState_v0(buf, pos):
     o.transaction_state, pos = _p.read_compact_string(buf, pos)
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch, = _S_iqqh.unpack_from(buf, pos)
     pos += 22
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v0(buf, pos)
@@ -190,10 +222,17 @@ def _w_TransactionState_v0(o, w):
     _p.write_compact_string(w, o.transaction_state)
     w += _S_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeTransactionsResponse._FIELDS = (

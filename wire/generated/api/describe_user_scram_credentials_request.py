@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -55,7 +56,12 @@ class UserName(Struct):
 def _r_DescribeUserScramCredentialsRequest_v0(buf, pos):
     o = _new(DescribeUserScramCredentialsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.users = None
     else:
@@ -79,10 +85,17 @@ def _w_DescribeUserScramCredentialsRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_UserName_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_UserName_v0(buf, pos):
@@ -101,7 +114,10 @@ _T_UserName_v0 = {}
 
 def _w_UserName_v0(o, w):
     _p.write_compact_string(w, o.name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeUserScramCredentialsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -105,7 +106,12 @@ def _r_DescribeUserScramCredentialsResponse_v0(buf, pos):
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribeUserScramCredentialsResult_v0(buf, pos)
@@ -125,10 +131,17 @@ def _w_DescribeUserScramCredentialsResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribeUserScramCredentialsResult_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CredentialInfo_v0(buf, pos):
@@ -148,7 +161,10 @@ _T_CredentialInfo_v0 = {}
 
 def _w_CredentialInfo_v0(o, w):
     w += _S_bi.pack(o.mechanism, o.iterations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribeUserScramCredentialsResult_v0(buf, pos):
@@ -158,7 +174,12 @@ def _r_DescribeUserScramCredentialsResult_v0(buf, pos):
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CredentialInfo_v0(buf, pos)
@@ -179,10 +200,17 @@ def _w_DescribeUserScramCredentialsResult_v0(o, w):
     w += _S_h.pack(o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.credential_infos
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CredentialInfo_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 DescribeUserScramCredentialsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_b = _Struct('>b')
 _S_i = _Struct('>i')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ElectLeadersRequest(Message):
@@ -132,7 +134,12 @@ def _r_ElectLeadersRequest_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.election_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -159,11 +166,18 @@ def _w_ElectLeadersRequest_v2(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TopicPartitions_v2(e, w)
     w += _S_i.pack(o.timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartitions_v0(buf, pos):
@@ -186,7 +200,12 @@ def _r_TopicPartitions_v2(buf, pos):
     o = _new(TopicPartitions)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -200,8 +219,16 @@ _T_TopicPartitions_v2 = {}
 def _w_TopicPartitions_v2(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ElectLeadersRequest._FIELDS = (

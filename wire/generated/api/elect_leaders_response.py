@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -142,7 +143,12 @@ def _r_ElectLeadersResponse_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ReplicaElectionResult_v2(buf, pos)
@@ -161,10 +167,17 @@ _T_ElectLeadersResponse_v2 = {}
 def _w_ElectLeadersResponse_v2(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.replica_election_results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ReplicaElectionResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionResult_v0(buf, pos):
@@ -200,7 +213,10 @@ _T_PartitionResult_v2 = {}
 def _w_PartitionResult_v2(o, w):
     w += _S_ih.pack(o.partition_id, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ReplicaElectionResult_v0(buf, pos):
@@ -228,7 +244,12 @@ def _r_ReplicaElectionResult_v2(buf, pos):
     o = _new(ReplicaElectionResult)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionResult_v2(buf, pos)
@@ -247,10 +268,17 @@ _T_ReplicaElectionResult_v2 = {}
 def _w_ReplicaElectionResult_v2(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partition_result
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionResult_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ElectLeadersResponse._FIELDS = (

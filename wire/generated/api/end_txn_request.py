@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -80,7 +81,10 @@ _T_EndTxnRequest_v3 = {}
 def _w_EndTxnRequest_v3(o, w):
     _p.write_compact_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.committed)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 EndTxnRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -81,7 +82,10 @@ _T_EndTxnResponse_v3 = {}
 
 def _w_EndTxnResponse_v3(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EndTxnResponse_v5(buf, pos):
@@ -101,7 +105,10 @@ _T_EndTxnResponse_v5 = {}
 
 def _w_EndTxnResponse_v5(o, w):
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 EndTxnResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -63,7 +64,10 @@ def _w_EnvelopeRequest_v0(o, w):
     _p.write_compact_bytes(w, o.request_data)
     _p.write_compact_nullable_bytes(w, o.request_principal)
     _p.write_compact_bytes(w, o.client_host_address)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 EnvelopeRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -72,7 +73,10 @@ _T_ExpireDelegationTokenRequest_v2 = {}
 def _w_ExpireDelegationTokenRequest_v2(o, w):
     _p.write_compact_bytes(w, o.hmac)
     w += _S_q.pack(o.expiry_time_period_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ExpireDelegationTokenRequest._FIELDS = (

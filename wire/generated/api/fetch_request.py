@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -20,6 +21,7 @@ _S_iqi = _Struct('>iqi')
 _S_iqqi = _Struct('>iqqi')
 _S_q = _Struct('>q')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class FetchRequest(Message):
@@ -207,7 +209,11 @@ class ForgottenTopic(Struct):
 def _r_FetchRequest_v4(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
@@ -225,7 +231,7 @@ def _r_FetchRequest_v4(buf, pos):
 
 
 def _w_FetchRequest_v4(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 4; leave it at its default')
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
         raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at version 4; leave it at its default')
@@ -239,7 +245,11 @@ def _w_FetchRequest_v4(o, w):
 def _r_FetchRequest_v5(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
@@ -257,7 +267,7 @@ def _r_FetchRequest_v5(buf, pos):
 
 
 def _w_FetchRequest_v5(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 5-6; leave it at its default')
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0:
         raise _p.EncodeError('FetchRequest.forgotten_topics_data cannot be sent at versions 5-6; leave it at its default')
@@ -271,7 +281,11 @@ def _w_FetchRequest_v5(o, w):
 def _r_FetchRequest_v7(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.rack_id = ''
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiiibii.unpack_from(buf, pos)
@@ -292,7 +306,7 @@ def _r_FetchRequest_v7(buf, pos):
 
 
 def _w_FetchRequest_v7(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 7-8; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -308,7 +322,11 @@ def _w_FetchRequest_v7(o, w):
 def _r_FetchRequest_v9(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.rack_id = ''
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiiibii.unpack_from(buf, pos)
@@ -329,7 +347,7 @@ def _r_FetchRequest_v9(buf, pos):
 
 
 def _w_FetchRequest_v9(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 9-10; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -345,7 +363,11 @@ def _w_FetchRequest_v9(o, w):
 def _r_FetchRequest_v11(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
@@ -366,7 +388,7 @@ def _r_FetchRequest_v11(buf, pos):
 
 
 def _w_FetchRequest_v11(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 11; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -383,17 +405,31 @@ def _w_FetchRequest_v11(o, w):
 def _r_FetchRequest_v12(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v12(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v12(buf, pos)
@@ -416,15 +452,23 @@ _T_FetchRequest_v12 = {0: _t_FetchRequest_v12_0}
 
 
 def _w_FetchRequest_v12(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at version 12; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v12(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v12(e, w)
     _p.write_compact_string(w, o.rack_id)
@@ -433,23 +477,40 @@ def _w_FetchRequest_v12(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchRequest_v13(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v13(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v13(buf, pos)
@@ -472,15 +533,23 @@ _T_FetchRequest_v13 = {0: _t_FetchRequest_v13_0}
 
 
 def _w_FetchRequest_v13(o, w):
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         raise _p.EncodeError('FetchRequest.replica_state cannot be sent at versions 13-14; leave it at its default')
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v13(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v13(e, w)
     _p.write_compact_string(w, o.rack_id)
@@ -489,24 +558,41 @@ def _w_FetchRequest_v13(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchRequest_v15(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_id = -1
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v13(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v13(buf, pos)
@@ -538,11 +624,19 @@ def _w_FetchRequest_v15(o, w):
         raise _p.EncodeError('FetchRequest.replica_id cannot be sent at versions 15-16; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v13(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v13(e, w)
     _p.write_compact_string(w, o.rack_id)
@@ -551,28 +645,45 @@ def _w_FetchRequest_v15(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchRequest_v17(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_id = -1
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v17(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v13(buf, pos)
@@ -604,11 +715,19 @@ def _w_FetchRequest_v17(o, w):
         raise _p.EncodeError('FetchRequest.replica_id cannot be sent at version 17; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v17(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v13(e, w)
     _p.write_compact_string(w, o.rack_id)
@@ -617,28 +736,45 @@ def _w_FetchRequest_v17(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchRequest_v18(buf, pos):
     o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_id = -1
-    o.replica_state = ReplicaState()
+    d = _new(ReplicaState)
+    d.replica_id = -1
+    d.replica_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.replica_state = d
     o.unknown_tagged_fields = ()
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, = _S_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v18(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v13(buf, pos)
@@ -670,11 +806,19 @@ def _w_FetchRequest_v18(o, w):
         raise _p.EncodeError('FetchRequest.replica_id cannot be sent at version 18; leave it at its default')
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v18(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v13(e, w)
     _p.write_compact_string(w, o.rack_id)
@@ -683,11 +827,14 @@ def _w_FetchRequest_v18(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _D_ReplicaState:
+    if type(o.replica_state) is not ReplicaState or _K_ReplicaState(o.replica_state) != _V_ReplicaState:
         t = bytearray()
         _w_ReplicaState_v15(o.replica_state, t)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ReplicaState_v15(buf, pos):
@@ -707,7 +854,10 @@ _T_ReplicaState_v15 = {}
 
 def _w_ReplicaState_v15(o, w):
     w += _S_iq.pack(o.replica_id, o.replica_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchPartition_v4(buf, pos):
@@ -783,7 +933,10 @@ _T_FetchPartition_v12 = {}
 
 def _w_FetchPartition_v12(o, w):
     w += _S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchPartition_v17(buf, pos):
@@ -816,7 +969,10 @@ def _w_FetchPartition_v17(o, w):
         t = bytearray()
         t += _S_u.pack(o.replica_directory_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchPartition_v18(buf, pos):
@@ -859,7 +1015,10 @@ def _w_FetchPartition_v18(o, w):
         t = bytearray()
         t += _S_q.pack(o.high_watermark)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchTopic_v4(buf, pos):
@@ -933,7 +1092,12 @@ def _r_FetchTopic_v12(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchPartition_v12(buf, pos)
@@ -952,10 +1116,17 @@ _T_FetchTopic_v12 = {}
 def _w_FetchTopic_v12(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchPartition_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchTopic_v13(buf, pos):
@@ -964,7 +1135,12 @@ def _r_FetchTopic_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchPartition_v12(buf, pos)
@@ -983,10 +1159,17 @@ _T_FetchTopic_v13 = {}
 def _w_FetchTopic_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchPartition_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchTopic_v17(buf, pos):
@@ -995,7 +1178,12 @@ def _r_FetchTopic_v17(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchPartition_v17(buf, pos)
@@ -1014,10 +1202,17 @@ _T_FetchTopic_v17 = {}
 def _w_FetchTopic_v17(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchPartition_v17(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchTopic_v18(buf, pos):
@@ -1026,7 +1221,12 @@ def _r_FetchTopic_v18(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchPartition_v18(buf, pos)
@@ -1045,10 +1245,17 @@ _T_FetchTopic_v18 = {}
 def _w_FetchTopic_v18(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchPartition_v18(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ForgottenTopic_v7(buf, pos):
@@ -1073,7 +1280,12 @@ def _r_ForgottenTopic_v12(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1087,8 +1299,16 @@ _T_ForgottenTopic_v12 = {}
 def _w_ForgottenTopic_v12(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ForgottenTopic_v13(buf, pos):
@@ -1097,7 +1317,12 @@ def _r_ForgottenTopic_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1111,8 +1336,16 @@ _T_ForgottenTopic_v13 = {}
 def _w_ForgottenTopic_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 FetchRequest._FIELDS = (
@@ -1156,3 +1389,5 @@ ForgottenTopic._FIELDS = (
 FetchRequest._READERS = (None, None, None, None, _r_FetchRequest_v4, _r_FetchRequest_v5, _r_FetchRequest_v5, _r_FetchRequest_v7, _r_FetchRequest_v7, _r_FetchRequest_v9, _r_FetchRequest_v9, _r_FetchRequest_v11, _r_FetchRequest_v12, _r_FetchRequest_v13, _r_FetchRequest_v13, _r_FetchRequest_v15, _r_FetchRequest_v15, _r_FetchRequest_v17, _r_FetchRequest_v18,)
 FetchRequest._WRITERS = (None, None, None, None, _w_FetchRequest_v4, _w_FetchRequest_v5, _w_FetchRequest_v5, _w_FetchRequest_v7, _w_FetchRequest_v7, _w_FetchRequest_v9, _w_FetchRequest_v9, _w_FetchRequest_v11, _w_FetchRequest_v12, _w_FetchRequest_v13, _w_FetchRequest_v13, _w_FetchRequest_v15, _w_FetchRequest_v15, _w_FetchRequest_v17, _w_FetchRequest_v18,)
 _D_ReplicaState = ReplicaState()
+_K_ReplicaState = _attrgetter('replica_id', 'replica_epoch', 'unknown_tagged_fields')
+_V_ReplicaState = _K_ReplicaState(_D_ReplicaState)

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -368,7 +369,12 @@ def _r_FetchResponse_v12(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, o.session_id, = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchableTopicResponse_v12(buf, pos)
@@ -389,10 +395,17 @@ def _w_FetchResponse_v12(o, w):
         raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at version 12; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchableTopicResponse_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchResponse_v13(buf, pos):
@@ -401,7 +414,12 @@ def _r_FetchResponse_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, o.session_id, = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchableTopicResponse_v13(buf, pos)
@@ -422,10 +440,17 @@ def _w_FetchResponse_v13(o, w):
         raise _p.EncodeError('FetchResponse.node_endpoints cannot be sent at versions 13-15; leave it at its default')
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchableTopicResponse_v13(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchResponse_v16(buf, pos):
@@ -434,7 +459,12 @@ def _r_FetchResponse_v16(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, o.session_id, = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchableTopicResponse_v13(buf, pos)
@@ -448,7 +478,12 @@ def _r_FetchResponse_v16(buf, pos):
 
 
 def _t_FetchResponse_v16_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v16(buf, pos)
@@ -463,18 +498,29 @@ _T_FetchResponse_v16 = {0: _t_FetchResponse_v16_0}
 def _w_FetchResponse_v16(o, w):
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchableTopicResponse_v13(e, w)
     tags = []
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         t = bytearray()
         a = o.node_endpoints
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_NodeEndpoint_v16(e, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EpochEndOffset_v12(buf, pos):
@@ -494,7 +540,10 @@ _T_EpochEndOffset_v12 = {}
 
 def _w_EpochEndOffset_v12(o, w):
     w += _S_iq.pack(o.epoch, o.end_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderIdAndEpoch_v12(buf, pos):
@@ -514,7 +563,10 @@ _T_LeaderIdAndEpoch_v12 = {}
 
 def _w_LeaderIdAndEpoch_v12(o, w):
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SnapshotId_v12(buf, pos):
@@ -534,7 +586,10 @@ _T_SnapshotId_v12 = {}
 
 def _w_SnapshotId_v12(o, w):
     w += _S_qi.pack(o.end_offset, o.epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AbortedTransaction_v4(buf, pos):
@@ -566,15 +621,30 @@ _T_AbortedTransaction_v12 = {}
 
 def _w_AbortedTransaction_v12(o, w):
     w += _S_qq.pack(o.producer_id, o.first_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v4(buf, pos):
     o = _new(PartitionData)
     o.log_start_offset = -1
-    o.diverging_epoch = EpochEndOffset()
-    o.current_leader = LeaderIdAndEpoch()
-    o.snapshot_id = SnapshotId()
+    d = _new(EpochEndOffset)
+    d.epoch = -1
+    d.end_offset = -1
+    d.unknown_tagged_fields = ()
+    o.diverging_epoch = d
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
+    d = _new(SnapshotId)
+    d.end_offset = -1
+    d.epoch = -1
+    d.unknown_tagged_fields = ()
+    o.snapshot_id = d
     o.preferred_read_replica = -1
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, = _S_ihqq.unpack_from(buf, pos)
@@ -593,11 +663,11 @@ def _r_PartitionData_v4(buf, pos):
 
 
 def _w_PartitionData_v4(o, w):
-    if o.diverging_epoch != _D_EpochEndOffset:
+    if type(o.diverging_epoch) is not EpochEndOffset or _K_EpochEndOffset(o.diverging_epoch) != _V_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 4; leave it at its default')
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 4; leave it at its default')
-    if o.snapshot_id != _D_SnapshotId:
+    if type(o.snapshot_id) is not SnapshotId or _K_SnapshotId(o.snapshot_id) != _V_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 4; leave it at its default')
     if o.preferred_read_replica != -1:
         raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at version 4; leave it at its default')
@@ -614,9 +684,21 @@ def _w_PartitionData_v4(o, w):
 
 def _r_PartitionData_v5(buf, pos):
     o = _new(PartitionData)
-    o.diverging_epoch = EpochEndOffset()
-    o.current_leader = LeaderIdAndEpoch()
-    o.snapshot_id = SnapshotId()
+    d = _new(EpochEndOffset)
+    d.epoch = -1
+    d.end_offset = -1
+    d.unknown_tagged_fields = ()
+    o.diverging_epoch = d
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
+    d = _new(SnapshotId)
+    d.end_offset = -1
+    d.epoch = -1
+    d.unknown_tagged_fields = ()
+    o.snapshot_id = d
     o.preferred_read_replica = -1
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
@@ -635,11 +717,11 @@ def _r_PartitionData_v5(buf, pos):
 
 
 def _w_PartitionData_v5(o, w):
-    if o.diverging_epoch != _D_EpochEndOffset:
+    if type(o.diverging_epoch) is not EpochEndOffset or _K_EpochEndOffset(o.diverging_epoch) != _V_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at versions 5-10; leave it at its default')
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at versions 5-10; leave it at its default')
-    if o.snapshot_id != _D_SnapshotId:
+    if type(o.snapshot_id) is not SnapshotId or _K_SnapshotId(o.snapshot_id) != _V_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at versions 5-10; leave it at its default')
     if o.preferred_read_replica != -1:
         raise _p.EncodeError('PartitionData.preferred_read_replica cannot be sent at versions 5-10; leave it at its default')
@@ -656,9 +738,21 @@ def _w_PartitionData_v5(o, w):
 
 def _r_PartitionData_v11(buf, pos):
     o = _new(PartitionData)
-    o.diverging_epoch = EpochEndOffset()
-    o.current_leader = LeaderIdAndEpoch()
-    o.snapshot_id = SnapshotId()
+    d = _new(EpochEndOffset)
+    d.epoch = -1
+    d.end_offset = -1
+    d.unknown_tagged_fields = ()
+    o.diverging_epoch = d
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
+    d = _new(SnapshotId)
+    d.end_offset = -1
+    d.epoch = -1
+    d.unknown_tagged_fields = ()
+    o.snapshot_id = d
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
@@ -678,11 +772,11 @@ def _r_PartitionData_v11(buf, pos):
 
 
 def _w_PartitionData_v11(o, w):
-    if o.diverging_epoch != _D_EpochEndOffset:
+    if type(o.diverging_epoch) is not EpochEndOffset or _K_EpochEndOffset(o.diverging_epoch) != _V_EpochEndOffset:
         raise _p.EncodeError('PartitionData.diverging_epoch cannot be sent at version 11; leave it at its default')
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionData.current_leader cannot be sent at version 11; leave it at its default')
-    if o.snapshot_id != _D_SnapshotId:
+    if type(o.snapshot_id) is not SnapshotId or _K_SnapshotId(o.snapshot_id) != _V_SnapshotId:
         raise _p.EncodeError('PartitionData.snapshot_id cannot be sent at version 11; leave it at its default')
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a = o.aborted_transactions
@@ -698,13 +792,30 @@ def _w_PartitionData_v11(o, w):
 
 def _r_PartitionData_v12(buf, pos):
     o = _new(PartitionData)
-    o.diverging_epoch = EpochEndOffset()
-    o.current_leader = LeaderIdAndEpoch()
-    o.snapshot_id = SnapshotId()
+    d = _new(EpochEndOffset)
+    d.epoch = -1
+    d.end_offset = -1
+    d.unknown_tagged_fields = ()
+    o.diverging_epoch = d
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
+    d = _new(SnapshotId)
+    d.end_offset = -1
+    d.epoch = -1
+    d.unknown_tagged_fields = ()
+    o.snapshot_id = d
     o.unknown_tagged_fields = ()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -747,25 +858,32 @@ def _w_PartitionData_v12(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_AbortedTransaction_v12(e, w)
     w += _S_i.pack(o.preferred_read_replica)
     _p.write_compact_nullable_bytes(w, o.records)
     tags = []
-    if o.diverging_epoch != _D_EpochEndOffset:
+    if type(o.diverging_epoch) is not EpochEndOffset or _K_EpochEndOffset(o.diverging_epoch) != _V_EpochEndOffset:
         t = bytearray()
         _w_EpochEndOffset_v12(o.diverging_epoch, t)
         tags.append((0, t))
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v12(o.current_leader, t)
         tags.append((1, t))
-    if o.snapshot_id != _D_SnapshotId:
+    if type(o.snapshot_id) is not SnapshotId or _K_SnapshotId(o.snapshot_id) != _V_SnapshotId:
         t = bytearray()
         _w_SnapshotId_v12(o.snapshot_id, t)
         tags.append((2, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchableTopicResponse_v4(buf, pos):
@@ -839,7 +957,12 @@ def _r_FetchableTopicResponse_v12(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v12(buf, pos)
@@ -858,10 +981,17 @@ _T_FetchableTopicResponse_v12 = {}
 def _w_FetchableTopicResponse_v12(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchableTopicResponse_v13(buf, pos):
@@ -870,7 +1000,12 @@ def _r_FetchableTopicResponse_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v12(buf, pos)
@@ -889,10 +1024,17 @@ _T_FetchableTopicResponse_v13 = {}
 def _w_FetchableTopicResponse_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_NodeEndpoint_v16(buf, pos):
@@ -919,7 +1061,10 @@ def _w_NodeEndpoint_v16(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 FetchResponse._FIELDS = (
@@ -974,3 +1119,9 @@ FetchResponse._WRITERS = (None, None, None, None, _w_FetchResponse_v4, _w_FetchR
 _D_EpochEndOffset = EpochEndOffset()
 _D_LeaderIdAndEpoch = LeaderIdAndEpoch()
 _D_SnapshotId = SnapshotId()
+_K_EpochEndOffset = _attrgetter('epoch', 'end_offset', 'unknown_tagged_fields')
+_V_EpochEndOffset = _K_EpochEndOffset(_D_EpochEndOffset)
+_K_LeaderIdAndEpoch = _attrgetter('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+_V_LeaderIdAndEpoch = _K_LeaderIdAndEpoch(_D_LeaderIdAndEpoch)
+_K_SnapshotId = _attrgetter('end_offset', 'epoch', 'unknown_tagged_fields')
+_V_SnapshotId = _K_SnapshotId(_D_SnapshotId)

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -131,7 +132,12 @@ def _r_FetchSnapshotRequest_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_bytes, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicSnapshot_v0(buf, pos)
@@ -155,7 +161,11 @@ _T_FetchSnapshotRequest_v0 = {0: _t_FetchSnapshotRequest_v0_0}
 def _w_FetchSnapshotRequest_v0(o, w):
     w += _S_ii.pack(o.replica_id, o.max_bytes)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicSnapshot_v0(e, w)
     tags = []
@@ -163,7 +173,10 @@ def _w_FetchSnapshotRequest_v0(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchSnapshotRequest_v1(buf, pos):
@@ -172,7 +185,12 @@ def _r_FetchSnapshotRequest_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.replica_id, o.max_bytes, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicSnapshot_v1(buf, pos)
@@ -196,7 +214,11 @@ _T_FetchSnapshotRequest_v1 = {0: _t_FetchSnapshotRequest_v1_0}
 def _w_FetchSnapshotRequest_v1(o, w):
     w += _S_ii.pack(o.replica_id, o.max_bytes)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicSnapshot_v1(e, w)
     tags = []
@@ -204,7 +226,10 @@ def _w_FetchSnapshotRequest_v1(o, w):
         t = bytearray()
         _p.write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SnapshotId_v0(buf, pos):
@@ -224,7 +249,10 @@ _T_SnapshotId_v0 = {}
 
 def _w_SnapshotId_v0(o, w):
     w += _S_qi.pack(o.end_offset, o.epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionSnapshot_v0(buf, pos):
@@ -250,7 +278,10 @@ def _w_PartitionSnapshot_v0(o, w):
     w += _S_ii.pack(o.partition, o.current_leader_epoch)
     _w_SnapshotId_v0(o.snapshot_id, w)
     w += _S_q.pack(o.position)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionSnapshot_v1(buf, pos):
@@ -287,14 +318,22 @@ def _w_PartitionSnapshot_v1(o, w):
         t = bytearray()
         t += _S_u.pack(o.replica_directory_id)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicSnapshot_v0(buf, pos):
     o = _new(TopicSnapshot)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionSnapshot_v0(buf, pos)
@@ -313,17 +352,29 @@ _T_TopicSnapshot_v0 = {}
 def _w_TopicSnapshot_v0(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionSnapshot_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicSnapshot_v1(buf, pos):
     o = _new(TopicSnapshot)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionSnapshot_v1(buf, pos)
@@ -342,10 +393,17 @@ _T_TopicSnapshot_v1 = {}
 def _w_TopicSnapshot_v1(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionSnapshot_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 FetchSnapshotRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -187,7 +188,12 @@ def _r_FetchSnapshotResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicSnapshot_v0(buf, pos)
@@ -208,10 +214,17 @@ def _w_FetchSnapshotResponse_v0(o, w):
         raise _p.EncodeError('FetchSnapshotResponse.node_endpoints cannot be sent at version 0; leave it at its default')
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicSnapshot_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchSnapshotResponse_v1(buf, pos):
@@ -220,7 +233,12 @@ def _r_FetchSnapshotResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicSnapshot_v0(buf, pos)
@@ -234,7 +252,12 @@ def _r_FetchSnapshotResponse_v1(buf, pos):
 
 
 def _t_FetchSnapshotResponse_v1_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v1(buf, pos)
@@ -249,18 +272,29 @@ _T_FetchSnapshotResponse_v1 = {0: _t_FetchSnapshotResponse_v1_0}
 def _w_FetchSnapshotResponse_v1(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicSnapshot_v0(e, w)
     tags = []
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         t = bytearray()
         a = o.node_endpoints
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_NodeEndpoint_v1(e, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SnapshotId_v0(buf, pos):
@@ -280,7 +314,10 @@ _T_SnapshotId_v0 = {}
 
 def _w_SnapshotId_v0(o, w):
     w += _S_qi.pack(o.end_offset, o.epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderIdAndEpoch_v0(buf, pos):
@@ -300,12 +337,19 @@ _T_LeaderIdAndEpoch_v0 = {}
 
 def _w_LeaderIdAndEpoch_v0(o, w):
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionSnapshot_v0(buf, pos):
     o = _new(PartitionSnapshot)
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = 0
+    d.leader_epoch = 0
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -334,18 +378,26 @@ def _w_PartitionSnapshot_v0(o, w):
     w += _S_qq.pack(o.size, o.position)
     _p.write_compact_nullable_bytes(w, o.unaligned_records)
     tags = []
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v0(o.current_leader, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicSnapshot_v0(buf, pos):
     o = _new(TopicSnapshot)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionSnapshot_v0(buf, pos)
@@ -364,10 +416,17 @@ _T_TopicSnapshot_v0 = {}
 def _w_TopicSnapshot_v0(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionSnapshot_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_NodeEndpoint_v1(buf, pos):
@@ -392,7 +451,10 @@ def _w_NodeEndpoint_v1(o, w):
     w += _S_i.pack(o.node_id)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 FetchSnapshotResponse._FIELDS = (
@@ -430,3 +492,5 @@ NodeEndpoint._FIELDS = (
 FetchSnapshotResponse._READERS = (_r_FetchSnapshotResponse_v0, _r_FetchSnapshotResponse_v1,)
 FetchSnapshotResponse._WRITERS = (_w_FetchSnapshotResponse_v0, _w_FetchSnapshotResponse_v1,)
 _D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_K_LeaderIdAndEpoch = _attrgetter('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+_V_LeaderIdAndEpoch = _K_LeaderIdAndEpoch(_D_LeaderIdAndEpoch)

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -99,7 +100,10 @@ def _w_FindCoordinatorRequest_v3(o, w):
         raise _p.EncodeError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 3; leave it at its default')
     _p.write_compact_string(w, o.key)
     w += _S_b.pack(o.key_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FindCoordinatorRequest_v4(buf, pos):
@@ -108,7 +112,12 @@ def _r_FindCoordinatorRequest_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -129,10 +138,17 @@ def _w_FindCoordinatorRequest_v4(o, w):
         raise _p.EncodeError('FindCoordinatorRequest.key cannot be sent at versions 4-6; leave it at its default')
     w += _S_b.pack(o.key_type)
     a = o.coordinator_keys
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 FindCoordinatorRequest._FIELDS = (

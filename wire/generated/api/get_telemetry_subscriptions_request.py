@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -52,7 +53,10 @@ _T_GetTelemetrySubscriptionsRequest_v0 = {}
 
 def _w_GetTelemetrySubscriptionsRequest_v0(o, w):
     w += _S_u.pack(o.client_instance_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 GetTelemetrySubscriptionsRequest._FIELDS = (

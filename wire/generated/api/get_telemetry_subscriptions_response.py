@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_ihui = _Struct('>ih16si')
 _S_iio = _Struct('>ii?')
+_A_b = _p.ARRAY_STRUCTS['b']
 
 
 class GetTelemetrySubscriptionsResponse(Message):
@@ -73,10 +75,20 @@ def _r_GetTelemetrySubscriptionsResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id, = _S_ihui.unpack_from(buf, pos)
     pos += 26
-    o.accepted_compression_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.accepted_compression_types = list(_A_b[n].unpack_from(buf, pos + 1))
+        pos += 1 + 1 * n
+    else:
+        o.accepted_compression_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, = _S_iio.unpack_from(buf, pos)
     pos += 9
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -95,13 +107,25 @@ _T_GetTelemetrySubscriptionsResponse_v0 = {}
 def _w_GetTelemetrySubscriptionsResponse_v0(o, w):
     w += _S_ihui.pack(o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id)
     a = o.accepted_compression_types
-    _p.write_compact_fixed_array(w, a, 'b')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_b[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'b')
     w += _S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     a = o.requested_metrics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 GetTelemetrySubscriptionsResponse._FIELDS = (

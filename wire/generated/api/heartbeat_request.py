@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -107,7 +108,10 @@ def _w_HeartbeatRequest_v4(o, w):
     w += _S_i.pack(o.generation_id)
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 HeartbeatRequest._FIELDS = (

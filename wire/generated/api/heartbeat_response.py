@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -82,7 +83,10 @@ _T_HeartbeatResponse_v4 = {}
 
 def _w_HeartbeatResponse_v4(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 HeartbeatResponse._FIELDS = (

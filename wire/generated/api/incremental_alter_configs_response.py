@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -97,7 +98,12 @@ def _r_IncrementalAlterConfigsResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AlterConfigsResourceResponse_v1(buf, pos)
@@ -116,10 +122,17 @@ _T_IncrementalAlterConfigsResponse_v1 = {}
 def _w_IncrementalAlterConfigsResponse_v1(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AlterConfigsResourceResponse_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AlterConfigsResourceResponse_v0(buf, pos):
@@ -165,7 +178,10 @@ def _w_AlterConfigsResourceResponse_v1(o, w):
     _p.write_compact_nullable_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     _p.write_compact_string(w, o.resource_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 IncrementalAlterConfigsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -114,7 +115,10 @@ def _w_InitProducerIdRequest_v2(o, w):
         raise _p.EncodeError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 2; leave it at its default')
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_i.pack(o.transaction_timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_InitProducerIdRequest_v3(buf, pos):
@@ -142,7 +146,10 @@ def _w_InitProducerIdRequest_v3(o, w):
         raise _p.EncodeError('InitProducerIdRequest.keep_prepared_txn cannot be sent at versions 3-5; leave it at its default')
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_InitProducerIdRequest_v6(buf, pos):
@@ -164,7 +171,10 @@ _T_InitProducerIdRequest_v6 = {}
 def _w_InitProducerIdRequest_v6(o, w):
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_iqhoo.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 InitProducerIdRequest._FIELDS = (

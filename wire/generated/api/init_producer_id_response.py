@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -97,7 +98,10 @@ def _w_InitProducerIdResponse_v2(o, w):
     if o.ongoing_txn_producer_epoch != -1:
         raise _p.EncodeError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at versions 2-5; leave it at its default')
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_InitProducerIdResponse_v6(buf, pos):
@@ -117,7 +121,10 @@ _T_InitProducerIdResponse_v6 = {}
 
 def _w_InitProducerIdResponse_v6(o, w):
     w += _S_ihqhqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 InitProducerIdResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -191,7 +192,12 @@ def _r_JoinGroupRequest_v6(buf, pos):
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_JoinGroupRequestProtocol_v6(buf, pos)
@@ -214,10 +220,17 @@ def _w_JoinGroupRequest_v6(o, w):
     _p.write_compact_nullable_string(w, o.group_instance_id)
     _p.write_compact_string(w, o.protocol_type)
     a = o.protocols
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_JoinGroupRequestProtocol_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_JoinGroupRequest_v8(buf, pos):
@@ -229,7 +242,12 @@ def _r_JoinGroupRequest_v8(buf, pos):
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_JoinGroupRequestProtocol_v6(buf, pos)
@@ -253,11 +271,18 @@ def _w_JoinGroupRequest_v8(o, w):
     _p.write_compact_nullable_string(w, o.group_instance_id)
     _p.write_compact_string(w, o.protocol_type)
     a = o.protocols
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_JoinGroupRequestProtocol_v6(e, w)
     _p.write_compact_nullable_string(w, o.reason)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_JoinGroupRequestProtocol_v0(buf, pos):
@@ -291,7 +316,10 @@ _T_JoinGroupRequestProtocol_v6 = {}
 def _w_JoinGroupRequestProtocol_v6(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_bytes(w, o.metadata)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 JoinGroupRequest._FIELDS = (

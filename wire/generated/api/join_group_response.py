@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -201,7 +202,12 @@ def _r_JoinGroupResponse_v6(buf, pos):
     o.protocol_name, pos = _p.read_compact_string(buf, pos)
     o.leader, pos = _p.read_compact_string(buf, pos)
     o.member_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_JoinGroupResponseMember_v6(buf, pos)
@@ -225,10 +231,17 @@ def _w_JoinGroupResponse_v6(o, w):
     _p.write_compact_string(w, o.leader)
     _p.write_compact_string(w, o.member_id)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_JoinGroupResponseMember_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_JoinGroupResponse_v7(buf, pos):
@@ -241,7 +254,12 @@ def _r_JoinGroupResponse_v7(buf, pos):
     o.protocol_name, pos = _p.read_compact_nullable_string(buf, pos)
     o.leader, pos = _p.read_compact_string(buf, pos)
     o.member_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_JoinGroupResponseMember_v6(buf, pos)
@@ -266,10 +284,17 @@ def _w_JoinGroupResponse_v7(o, w):
     _p.write_compact_string(w, o.leader)
     _p.write_compact_string(w, o.member_id)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_JoinGroupResponseMember_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_JoinGroupResponse_v9(buf, pos):
@@ -283,7 +308,12 @@ def _r_JoinGroupResponse_v9(buf, pos):
     o.skip_assignment, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.member_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_JoinGroupResponseMember_v6(buf, pos)
@@ -307,10 +337,17 @@ def _w_JoinGroupResponse_v9(o, w):
     w += _S_o.pack(o.skip_assignment)
     _p.write_compact_string(w, o.member_id)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_JoinGroupResponseMember_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_JoinGroupResponseMember_v0(buf, pos):
@@ -362,7 +399,10 @@ def _w_JoinGroupResponseMember_v6(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     _p.write_compact_bytes(w, o.metadata)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 JoinGroupResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -113,7 +114,12 @@ def _r_LeaveGroupRequest_v4(buf, pos):
     o.member_id = ''
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MemberIdentity_v4(buf, pos)
@@ -134,10 +140,17 @@ def _w_LeaveGroupRequest_v4(o, w):
         raise _p.EncodeError('LeaveGroupRequest.member_id cannot be sent at version 4; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MemberIdentity_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaveGroupRequest_v5(buf, pos):
@@ -145,7 +158,12 @@ def _r_LeaveGroupRequest_v5(buf, pos):
     o.member_id = ''
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MemberIdentity_v5(buf, pos)
@@ -166,10 +184,17 @@ def _w_LeaveGroupRequest_v5(o, w):
         raise _p.EncodeError('LeaveGroupRequest.member_id cannot be sent at version 5; leave it at its default')
     _p.write_compact_string(w, o.group_id)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MemberIdentity_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MemberIdentity_v3(buf, pos):
@@ -205,7 +230,10 @@ _T_MemberIdentity_v4 = {}
 def _w_MemberIdentity_v4(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MemberIdentity_v5(buf, pos):
@@ -228,7 +256,10 @@ def _w_MemberIdentity_v5(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     _p.write_compact_nullable_string(w, o.reason)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 LeaveGroupRequest._FIELDS = (

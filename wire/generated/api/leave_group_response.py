@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -127,7 +128,12 @@ def _r_LeaveGroupResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MemberResponse_v4(buf, pos)
@@ -146,10 +152,17 @@ _T_LeaveGroupResponse_v4 = {}
 def _w_LeaveGroupResponse_v4(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MemberResponse_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MemberResponse_v3(buf, pos):
@@ -189,7 +202,10 @@ def _w_MemberResponse_v4(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 LeaveGroupResponse._FIELDS = (

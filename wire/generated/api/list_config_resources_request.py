@@ -4,13 +4,14 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
 from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
-
+_A_b = _p.ARRAY_STRUCTS['b']
 
 
 class ListConfigResourcesRequest(Message):
@@ -52,13 +53,21 @@ _T_ListConfigResourcesRequest_v0 = {}
 def _w_ListConfigResourcesRequest_v0(o, w):
     if o.resource_types is None or len(o.resource_types) > 0:
         raise _p.EncodeError('ListConfigResourcesRequest.resource_types cannot be sent at version 0; leave it at its default')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListConfigResourcesRequest_v1(buf, pos):
     o = _new(ListConfigResourcesRequest)
     o.unknown_tagged_fields = ()
-    o.resource_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.resource_types = list(_A_b[n].unpack_from(buf, pos + 1))
+        pos += 1 + 1 * n
+    else:
+        o.resource_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -71,8 +80,16 @@ _T_ListConfigResourcesRequest_v1 = {}
 
 def _w_ListConfigResourcesRequest_v1(o, w):
     a = o.resource_types
-    _p.write_compact_fixed_array(w, a, 'b')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_b[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'b')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListConfigResourcesRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -70,7 +71,12 @@ def _r_ListConfigResourcesResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ConfigResource_v0(buf, pos)
@@ -89,10 +95,17 @@ _T_ListConfigResourcesResponse_v0 = {}
 def _w_ListConfigResourcesResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.config_resources
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ConfigResource_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListConfigResourcesResponse_v1(buf, pos):
@@ -100,7 +113,12 @@ def _r_ListConfigResourcesResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ConfigResource_v1(buf, pos)
@@ -119,10 +137,17 @@ _T_ListConfigResourcesResponse_v1 = {}
 def _w_ListConfigResourcesResponse_v1(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.config_resources
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ConfigResource_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ConfigResource_v0(buf, pos):
@@ -142,7 +167,10 @@ _T_ConfigResource_v0 = {}
 
 def _w_ConfigResource_v0(o, w):
     _p.write_compact_string(w, o.resource_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ConfigResource_v1(buf, pos):
@@ -164,7 +192,10 @@ _T_ConfigResource_v1 = {}
 def _w_ConfigResource_v1(o, w):
     _p.write_compact_string(w, o.resource_name)
     w += _S_b.pack(o.resource_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListConfigResourcesResponse._FIELDS = (

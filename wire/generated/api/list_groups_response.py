@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -123,7 +124,12 @@ def _r_ListGroupsResponse_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListedGroup_v3(buf, pos)
@@ -142,10 +148,17 @@ _T_ListGroupsResponse_v3 = {}
 def _w_ListGroupsResponse_v3(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListedGroup_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListGroupsResponse_v4(buf, pos):
@@ -153,7 +166,12 @@ def _r_ListGroupsResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListedGroup_v4(buf, pos)
@@ -172,10 +190,17 @@ _T_ListGroupsResponse_v4 = {}
 def _w_ListGroupsResponse_v4(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListedGroup_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListGroupsResponse_v5(buf, pos):
@@ -183,7 +208,12 @@ def _r_ListGroupsResponse_v5(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListedGroup_v5(buf, pos)
@@ -202,10 +232,17 @@ _T_ListGroupsResponse_v5 = {}
 def _w_ListGroupsResponse_v5(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListedGroup_v5(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListedGroup_v0(buf, pos):
@@ -243,7 +280,10 @@ _T_ListedGroup_v3 = {}
 def _w_ListedGroup_v3(o, w):
     _p.write_compact_string(w, o.group_id)
     _p.write_compact_string(w, o.protocol_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListedGroup_v4(buf, pos):
@@ -267,7 +307,10 @@ def _w_ListedGroup_v4(o, w):
     _p.write_compact_string(w, o.group_id)
     _p.write_compact_string(w, o.protocol_type)
     _p.write_compact_string(w, o.group_state)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListedGroup_v5(buf, pos):
@@ -292,7 +335,10 @@ def _w_ListedGroup_v5(o, w):
     _p.write_compact_string(w, o.protocol_type)
     _p.write_compact_string(w, o.group_state)
     _p.write_compact_string(w, o.group_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListGroupsResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -174,7 +175,12 @@ def _r_ListOffsetsRequest_v6(buf, pos):
     o.unknown_tagged_fields = ()
     o.replica_id, o.isolation_level, = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListOffsetsTopic_v6(buf, pos)
@@ -193,10 +199,17 @@ _T_ListOffsetsRequest_v6 = {}
 def _w_ListOffsetsRequest_v6(o, w):
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListOffsetsTopic_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListOffsetsRequest_v10(buf, pos):
@@ -204,7 +217,12 @@ def _r_ListOffsetsRequest_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.replica_id, o.isolation_level, = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListOffsetsTopic_v6(buf, pos)
@@ -225,11 +243,18 @@ _T_ListOffsetsRequest_v10 = {}
 def _w_ListOffsetsRequest_v10(o, w):
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListOffsetsTopic_v6(e, w)
     w += _S_i.pack(o.timeout_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListOffsetsPartition_v1(buf, pos):
@@ -274,7 +299,10 @@ _T_ListOffsetsPartition_v6 = {}
 
 def _w_ListOffsetsPartition_v6(o, w):
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListOffsetsTopic_v1(buf, pos):
@@ -323,7 +351,12 @@ def _r_ListOffsetsTopic_v6(buf, pos):
     o = _new(ListOffsetsTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ListOffsetsPartition_v6(buf, pos)
@@ -342,10 +375,17 @@ _T_ListOffsetsTopic_v6 = {}
 def _w_ListOffsetsTopic_v6(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ListOffsetsPartition_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListOffsetsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -11,6 +12,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 _S_i = _Struct('>i')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ListPartitionReassignmentsRequest(Message):
@@ -65,7 +67,12 @@ def _r_ListPartitionReassignmentsRequest_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -90,17 +97,29 @@ def _w_ListPartitionReassignmentsRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_ListPartitionReassignmentsTopics_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListPartitionReassignmentsTopics_v0(buf, pos):
     o = _new(ListPartitionReassignmentsTopics)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_indexes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -114,8 +133,16 @@ _T_ListPartitionReassignmentsTopics_v0 = {}
 def _w_ListPartitionReassignmentsTopics_v0(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListPartitionReassignmentsRequest._FIELDS = (

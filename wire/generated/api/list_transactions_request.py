@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -11,6 +12,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 _S_q = _Struct('>q')
+_A_q = _p.ARRAY_STRUCTS['q']
 
 
 class ListTransactionsRequest(Message):
@@ -52,13 +54,23 @@ def _r_ListTransactionsRequest_v0(buf, pos):
     o.duration_filter = -1
     o.transactional_id_pattern = None
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.producer_id_filters = list(_A_q[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -75,25 +87,47 @@ def _w_ListTransactionsRequest_v0(o, w):
     if o.transactional_id_pattern is not None:
         raise _p.EncodeError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 0; leave it at its default')
     a = o.state_filters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_fixed_array(w, a, 'q')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_q[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'q')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListTransactionsRequest_v1(buf, pos):
     o = _new(ListTransactionsRequest)
     o.transactional_id_pattern = None
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.producer_id_filters = list(_A_q[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     o.duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     if buf[pos] == 0:
@@ -110,25 +144,47 @@ def _w_ListTransactionsRequest_v1(o, w):
     if o.transactional_id_pattern is not None:
         raise _p.EncodeError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 1; leave it at its default')
     a = o.state_filters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_fixed_array(w, a, 'q')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_q[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'q')
     w += _S_q.pack(o.duration_filter)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ListTransactionsRequest_v2(buf, pos):
     o = _new(ListTransactionsRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.state_filters = a
-    o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.producer_id_filters = list(_A_q[n].unpack_from(buf, pos + 1))
+        pos += 1 + 8 * n
+    else:
+        o.producer_id_filters, pos = _p.read_compact_fixed_array(buf, pos, 'q', 8)
     o.duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     o.transactional_id_pattern, pos = _p.read_compact_nullable_string(buf, pos)
@@ -144,14 +200,26 @@ _T_ListTransactionsRequest_v2 = {}
 
 def _w_ListTransactionsRequest_v2(o, w):
     a = o.state_filters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.producer_id_filters
-    _p.write_compact_fixed_array(w, a, 'q')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_q[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'q')
     w += _S_q.pack(o.duration_filter)
     _p.write_compact_nullable_string(w, o.transactional_id_pattern)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ListTransactionsRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -198,7 +199,12 @@ def _w_MetadataRequest_v8(o, w):
 def _r_MetadataRequest_v9(buf, pos):
     o = _new(MetadataRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -224,17 +230,29 @@ def _w_MetadataRequest_v9(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_MetadataRequestTopic_v9(e, w)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataRequest_v10(buf, pos):
     o = _new(MetadataRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -260,18 +278,30 @@ def _w_MetadataRequest_v10(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_MetadataRequestTopic_v10(e, w)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataRequest_v11(buf, pos):
     o = _new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -299,11 +329,18 @@ def _w_MetadataRequest_v11(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_MetadataRequestTopic_v10(e, w)
     w += _S_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataRequestTopic_v0(buf, pos):
@@ -335,7 +372,10 @@ _T_MetadataRequestTopic_v9 = {}
 
 def _w_MetadataRequestTopic_v9(o, w):
     _p.write_compact_string(w, o.name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataRequestTopic_v10(buf, pos):
@@ -357,7 +397,10 @@ _T_MetadataRequestTopic_v10 = {}
 def _w_MetadataRequestTopic_v10(o, w):
     w += _S_u.pack(o.topic_id)
     _p.write_compact_nullable_string(w, o.name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 MetadataRequest._FIELDS = (

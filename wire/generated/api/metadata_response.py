@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -16,6 +17,7 @@ _S_hiii = _Struct('>hiii')
 _S_i = _Struct('>i')
 _S_o = _Struct('>?')
 _S_uo = _Struct('>16s?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class MetadataResponse(Message):
@@ -454,7 +456,12 @@ def _r_MetadataResponse_v9(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseBroker_v9(buf, pos)
@@ -463,7 +470,12 @@ def _r_MetadataResponse_v9(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseTopic_v9(buf, pos)
@@ -484,17 +496,28 @@ _T_MetadataResponse_v9 = {}
 def _w_MetadataResponse_v9(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseBroker_v9(e, w)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseTopic_v9(e, w)
     w += _S_i.pack(o.cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponse_v10(buf, pos):
@@ -503,7 +526,12 @@ def _r_MetadataResponse_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseBroker_v9(buf, pos)
@@ -512,7 +540,12 @@ def _r_MetadataResponse_v10(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseTopic_v10(buf, pos)
@@ -533,17 +566,28 @@ _T_MetadataResponse_v10 = {}
 def _w_MetadataResponse_v10(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseBroker_v9(e, w)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseTopic_v10(e, w)
     w += _S_i.pack(o.cluster_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponse_v11(buf, pos):
@@ -553,7 +597,12 @@ def _r_MetadataResponse_v11(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseBroker_v9(buf, pos)
@@ -562,7 +611,12 @@ def _r_MetadataResponse_v11(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseTopic_v10(buf, pos)
@@ -583,16 +637,27 @@ def _w_MetadataResponse_v11(o, w):
         raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 11; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseBroker_v9(e, w)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseTopic_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponse_v12(buf, pos):
@@ -602,7 +667,12 @@ def _r_MetadataResponse_v12(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseBroker_v9(buf, pos)
@@ -611,7 +681,12 @@ def _r_MetadataResponse_v12(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseTopic_v12(buf, pos)
@@ -632,16 +707,27 @@ def _w_MetadataResponse_v12(o, w):
         raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 12; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseBroker_v9(e, w)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseTopic_v12(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponse_v13(buf, pos):
@@ -650,7 +736,12 @@ def _r_MetadataResponse_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseBroker_v9(buf, pos)
@@ -659,7 +750,12 @@ def _r_MetadataResponse_v13(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponseTopic_v12(buf, pos)
@@ -682,17 +778,28 @@ def _w_MetadataResponse_v13(o, w):
         raise _p.EncodeError('MetadataResponse.cluster_authorized_operations cannot be sent at version 13; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.brokers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseBroker_v9(e, w)
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponseTopic_v12(e, w)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponseBroker_v0(buf, pos):
@@ -756,7 +863,10 @@ def _w_MetadataResponseBroker_v9(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponsePartition_v0(buf, pos):
@@ -843,9 +953,24 @@ def _r_MetadataResponsePartition_v9(buf, pos):
     o.unknown_tagged_fields = ()
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch, = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    o.replica_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.isr_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.offline_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.replica_nodes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.replica_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr_nodes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr_nodes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.offline_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.offline_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -859,12 +984,30 @@ _T_MetadataResponsePartition_v9 = {}
 def _w_MetadataResponsePartition_v9(o, w):
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr_nodes
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.offline_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponseTopic_v0(buf, pos):
@@ -1029,7 +1172,12 @@ def _r_MetadataResponseTopic_v9(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponsePartition_v9(buf, pos)
@@ -1052,11 +1200,18 @@ def _w_MetadataResponseTopic_v9(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponsePartition_v9(e, w)
     w += _S_i.pack(o.topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponseTopic_v10(buf, pos):
@@ -1067,7 +1222,12 @@ def _r_MetadataResponseTopic_v10(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.topic_id, o.is_internal, = _S_uo.unpack_from(buf, pos)
     pos += 17
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponsePartition_v9(buf, pos)
@@ -1090,11 +1250,18 @@ def _w_MetadataResponseTopic_v10(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_uo.pack(o.topic_id, o.is_internal)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponsePartition_v9(e, w)
     w += _S_i.pack(o.topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MetadataResponseTopic_v12(buf, pos):
@@ -1105,7 +1272,12 @@ def _r_MetadataResponseTopic_v12(buf, pos):
     o.name, pos = _p.read_compact_nullable_string(buf, pos)
     o.topic_id, o.is_internal, = _S_uo.unpack_from(buf, pos)
     pos += 17
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MetadataResponsePartition_v9(buf, pos)
@@ -1128,11 +1300,18 @@ def _w_MetadataResponseTopic_v12(o, w):
     _p.write_compact_nullable_string(w, o.name)
     w += _S_uo.pack(o.topic_id, o.is_internal)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MetadataResponsePartition_v9(e, w)
     w += _S_i.pack(o.topic_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 MetadataResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -243,7 +244,12 @@ def _r_OffsetCommitRequest_v8(buf, pos):
     pos += 4
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitRequestTopic_v8(buf, pos)
@@ -265,10 +271,17 @@ def _w_OffsetCommitRequest_v8(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitRequestTopic_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitRequest_v10(buf, pos):
@@ -280,7 +293,12 @@ def _r_OffsetCommitRequest_v10(buf, pos):
     pos += 4
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitRequestTopic_v10(buf, pos)
@@ -302,10 +320,17 @@ def _w_OffsetCommitRequest_v10(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitRequestTopic_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitRequestPartition_v2(buf, pos):
@@ -356,7 +381,10 @@ _T_OffsetCommitRequestPartition_v8 = {}
 def _w_OffsetCommitRequestPartition_v8(o, w):
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _p.write_compact_nullable_string(w, o.committed_metadata)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitRequestTopic_v2(buf, pos):
@@ -408,7 +436,12 @@ def _r_OffsetCommitRequestTopic_v8(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitRequestPartition_v8(buf, pos)
@@ -427,10 +460,17 @@ _T_OffsetCommitRequestTopic_v8 = {}
 def _w_OffsetCommitRequestTopic_v8(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitRequestPartition_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitRequestTopic_v10(buf, pos):
@@ -439,7 +479,12 @@ def _r_OffsetCommitRequestTopic_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitRequestPartition_v8(buf, pos)
@@ -458,10 +503,17 @@ _T_OffsetCommitRequestTopic_v10 = {}
 def _w_OffsetCommitRequestTopic_v10(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitRequestPartition_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetCommitRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -134,7 +135,12 @@ def _r_OffsetCommitResponse_v8(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitResponseTopic_v8(buf, pos)
@@ -153,10 +159,17 @@ _T_OffsetCommitResponse_v8 = {}
 def _w_OffsetCommitResponse_v8(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitResponseTopic_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitResponse_v10(buf, pos):
@@ -164,7 +177,12 @@ def _r_OffsetCommitResponse_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitResponseTopic_v10(buf, pos)
@@ -183,10 +201,17 @@ _T_OffsetCommitResponse_v10 = {}
 def _w_OffsetCommitResponse_v10(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitResponseTopic_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitResponsePartition_v2(buf, pos):
@@ -218,7 +243,10 @@ _T_OffsetCommitResponsePartition_v8 = {}
 
 def _w_OffsetCommitResponsePartition_v8(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitResponseTopic_v2(buf, pos):
@@ -248,7 +276,12 @@ def _r_OffsetCommitResponseTopic_v8(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitResponsePartition_v8(buf, pos)
@@ -267,10 +300,17 @@ _T_OffsetCommitResponseTopic_v8 = {}
 def _w_OffsetCommitResponseTopic_v8(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitResponsePartition_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetCommitResponseTopic_v10(buf, pos):
@@ -279,7 +319,12 @@ def _r_OffsetCommitResponseTopic_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetCommitResponsePartition_v8(buf, pos)
@@ -298,10 +343,17 @@ _T_OffsetCommitResponseTopic_v10 = {}
 def _w_OffsetCommitResponseTopic_v10(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetCommitResponsePartition_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetCommitResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_i = _Struct('>i')
 _S_o = _Struct('>?')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class OffsetFetchRequest(Message):
@@ -190,7 +192,12 @@ def _r_OffsetFetchRequest_v6(buf, pos):
     o.require_stable = False
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -219,10 +226,17 @@ def _w_OffsetFetchRequest_v6(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_OffsetFetchRequestTopic_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequest_v7(buf, pos):
@@ -230,7 +244,12 @@ def _r_OffsetFetchRequest_v7(buf, pos):
     o.groups = []
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -259,11 +278,18 @@ def _w_OffsetFetchRequest_v7(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_OffsetFetchRequestTopic_v6(e, w)
     w += _S_o.pack(o.require_stable)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequest_v8(buf, pos):
@@ -271,7 +297,12 @@ def _r_OffsetFetchRequest_v8(buf, pos):
     o.group_id = ''
     o.topics = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchRequestGroup_v8(buf, pos)
@@ -295,11 +326,18 @@ def _w_OffsetFetchRequest_v8(o, w):
     if o.topics is None or len(o.topics) > 0:
         raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 8; leave it at its default')
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchRequestGroup_v8(e, w)
     w += _S_o.pack(o.require_stable)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequest_v9(buf, pos):
@@ -307,7 +345,12 @@ def _r_OffsetFetchRequest_v9(buf, pos):
     o.group_id = ''
     o.topics = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchRequestGroup_v9(buf, pos)
@@ -331,11 +374,18 @@ def _w_OffsetFetchRequest_v9(o, w):
     if o.topics is None or len(o.topics) > 0:
         raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 9; leave it at its default')
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchRequestGroup_v9(e, w)
     w += _S_o.pack(o.require_stable)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequest_v10(buf, pos):
@@ -343,7 +393,12 @@ def _r_OffsetFetchRequest_v10(buf, pos):
     o.group_id = ''
     o.topics = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchRequestGroup_v10(buf, pos)
@@ -367,11 +422,18 @@ def _w_OffsetFetchRequest_v10(o, w):
     if o.topics is None or len(o.topics) > 0:
         raise _p.EncodeError('OffsetFetchRequest.topics cannot be sent at version 10; leave it at its default')
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchRequestGroup_v10(e, w)
     w += _S_o.pack(o.require_stable)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestTopic_v1(buf, pos):
@@ -394,7 +456,12 @@ def _r_OffsetFetchRequestTopic_v6(buf, pos):
     o = _new(OffsetFetchRequestTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_indexes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -408,8 +475,16 @@ _T_OffsetFetchRequestTopic_v6 = {}
 def _w_OffsetFetchRequestTopic_v6(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestTopics_v8(buf, pos):
@@ -417,7 +492,12 @@ def _r_OffsetFetchRequestTopics_v8(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_indexes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -431,8 +511,16 @@ _T_OffsetFetchRequestTopics_v8 = {}
 def _w_OffsetFetchRequestTopics_v8(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestTopics_v10(buf, pos):
@@ -441,7 +529,12 @@ def _r_OffsetFetchRequestTopics_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_indexes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -455,8 +548,16 @@ _T_OffsetFetchRequestTopics_v10 = {}
 def _w_OffsetFetchRequestTopics_v10(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partition_indexes
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestGroup_v8(buf, pos):
@@ -465,7 +566,12 @@ def _r_OffsetFetchRequestGroup_v8(buf, pos):
     o.member_epoch = -1
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -490,10 +596,17 @@ def _w_OffsetFetchRequestGroup_v8(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_OffsetFetchRequestTopics_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestGroup_v9(buf, pos):
@@ -503,7 +616,12 @@ def _r_OffsetFetchRequestGroup_v9(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -530,10 +648,17 @@ def _w_OffsetFetchRequestGroup_v9(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_OffsetFetchRequestTopics_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchRequestGroup_v10(buf, pos):
@@ -543,7 +668,12 @@ def _r_OffsetFetchRequestGroup_v10(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.topics = None
     else:
@@ -570,10 +700,17 @@ def _w_OffsetFetchRequestGroup_v10(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_OffsetFetchRequestTopics_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetFetchRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -300,7 +301,12 @@ def _r_OffsetFetchResponse_v6(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponseTopic_v6(buf, pos)
@@ -323,11 +329,18 @@ def _w_OffsetFetchResponse_v6(o, w):
         raise _p.EncodeError('OffsetFetchResponse.groups cannot be sent at versions 6-7; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponseTopic_v6(e, w)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponse_v8(buf, pos):
@@ -337,7 +350,12 @@ def _r_OffsetFetchResponse_v8(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponseGroup_v8(buf, pos)
@@ -358,10 +376,17 @@ def _w_OffsetFetchResponse_v8(o, w):
         raise _p.EncodeError('OffsetFetchResponse.topics cannot be sent at versions 8-9; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponseGroup_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponse_v10(buf, pos):
@@ -371,7 +396,12 @@ def _r_OffsetFetchResponse_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponseGroup_v10(buf, pos)
@@ -392,10 +422,17 @@ def _w_OffsetFetchResponse_v10(o, w):
         raise _p.EncodeError('OffsetFetchResponse.topics cannot be sent at version 10; leave it at its default')
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponseGroup_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponsePartition_v1(buf, pos):
@@ -455,7 +492,10 @@ def _w_OffsetFetchResponsePartition_v6(o, w):
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _p.write_compact_nullable_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponseTopic_v1(buf, pos):
@@ -504,7 +544,12 @@ def _r_OffsetFetchResponseTopic_v6(buf, pos):
     o = _new(OffsetFetchResponseTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponsePartition_v6(buf, pos)
@@ -523,10 +568,17 @@ _T_OffsetFetchResponseTopic_v6 = {}
 def _w_OffsetFetchResponseTopic_v6(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponsePartition_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponsePartitions_v8(buf, pos):
@@ -551,7 +603,10 @@ def _w_OffsetFetchResponsePartitions_v8(o, w):
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _p.write_compact_nullable_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponseTopics_v8(buf, pos):
@@ -559,7 +614,12 @@ def _r_OffsetFetchResponseTopics_v8(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponsePartitions_v8(buf, pos)
@@ -578,10 +638,17 @@ _T_OffsetFetchResponseTopics_v8 = {}
 def _w_OffsetFetchResponseTopics_v8(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponsePartitions_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponseTopics_v10(buf, pos):
@@ -590,7 +657,12 @@ def _r_OffsetFetchResponseTopics_v10(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponsePartitions_v8(buf, pos)
@@ -609,17 +681,29 @@ _T_OffsetFetchResponseTopics_v10 = {}
 def _w_OffsetFetchResponseTopics_v10(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponsePartitions_v8(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponseGroup_v8(buf, pos):
     o = _new(OffsetFetchResponseGroup)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponseTopics_v8(buf, pos)
@@ -640,18 +724,30 @@ _T_OffsetFetchResponseGroup_v8 = {}
 def _w_OffsetFetchResponseGroup_v8(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponseTopics_v8(e, w)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetFetchResponseGroup_v10(buf, pos):
     o = _new(OffsetFetchResponseGroup)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetFetchResponseTopics_v10(buf, pos)
@@ -672,11 +768,18 @@ _T_OffsetFetchResponseGroup_v10 = {}
 def _w_OffsetFetchResponseGroup_v10(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetFetchResponseTopics_v10(e, w)
     w += _S_h.pack(o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetFetchResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -133,7 +134,12 @@ def _r_OffsetForLeaderEpochRequest_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetForLeaderTopic_v4(buf, pos)
@@ -152,10 +158,17 @@ _T_OffsetForLeaderEpochRequest_v4 = {}
 def _w_OffsetForLeaderEpochRequest_v4(o, w):
     w += _S_i.pack(o.replica_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetForLeaderTopic_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetForLeaderPartition_v2(buf, pos):
@@ -187,7 +200,10 @@ _T_OffsetForLeaderPartition_v4 = {}
 
 def _w_OffsetForLeaderPartition_v4(o, w):
     w += _S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetForLeaderTopic_v2(buf, pos):
@@ -215,7 +231,12 @@ def _r_OffsetForLeaderTopic_v4(buf, pos):
     o = _new(OffsetForLeaderTopic)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetForLeaderPartition_v4(buf, pos)
@@ -234,10 +255,17 @@ _T_OffsetForLeaderTopic_v4 = {}
 def _w_OffsetForLeaderTopic_v4(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetForLeaderPartition_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetForLeaderEpochRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -117,7 +118,12 @@ def _r_OffsetForLeaderEpochResponse_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_OffsetForLeaderTopicResult_v4(buf, pos)
@@ -136,10 +142,17 @@ _T_OffsetForLeaderEpochResponse_v4 = {}
 def _w_OffsetForLeaderEpochResponse_v4(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_OffsetForLeaderTopicResult_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EpochEndOffset_v2(buf, pos):
@@ -171,7 +184,10 @@ _T_EpochEndOffset_v4 = {}
 
 def _w_EpochEndOffset_v4(o, w):
     w += _S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_OffsetForLeaderTopicResult_v2(buf, pos):
@@ -199,7 +215,12 @@ def _r_OffsetForLeaderTopicResult_v4(buf, pos):
     o = _new(OffsetForLeaderTopicResult)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EpochEndOffset_v4(buf, pos)
@@ -218,10 +239,17 @@ _T_OffsetForLeaderTopicResult_v4 = {}
 def _w_OffsetForLeaderTopicResult_v4(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EpochEndOffset_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 OffsetForLeaderEpochResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -125,7 +126,12 @@ def _r_ProduceRequest_v9(buf, pos):
     o.transactional_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.acks, o.timeout_ms, = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicProduceData_v9(buf, pos)
@@ -145,10 +151,17 @@ def _w_ProduceRequest_v9(o, w):
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     a = o.topic_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicProduceData_v9(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ProduceRequest_v13(buf, pos):
@@ -157,7 +170,12 @@ def _r_ProduceRequest_v13(buf, pos):
     o.transactional_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.acks, o.timeout_ms, = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicProduceData_v13(buf, pos)
@@ -177,10 +195,17 @@ def _w_ProduceRequest_v13(o, w):
     _p.write_compact_nullable_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     a = o.topic_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicProduceData_v13(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionProduceData_v3(buf, pos):
@@ -216,7 +241,10 @@ _T_PartitionProduceData_v9 = {}
 def _w_PartitionProduceData_v9(o, w):
     w += _S_i.pack(o.index)
     _p.write_compact_nullable_bytes(w, o.records)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicProduceData_v3(buf, pos):
@@ -246,7 +274,12 @@ def _r_TopicProduceData_v9(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionProduceData_v9(buf, pos)
@@ -265,10 +298,17 @@ _T_TopicProduceData_v9 = {}
 def _w_TopicProduceData_v9(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionProduceData_v9(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicProduceData_v13(buf, pos):
@@ -277,7 +317,12 @@ def _r_TopicProduceData_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionProduceData_v9(buf, pos)
@@ -296,10 +341,17 @@ _T_TopicProduceData_v13 = {}
 def _w_TopicProduceData_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partition_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionProduceData_v9(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ProduceRequest._FIELDS = (

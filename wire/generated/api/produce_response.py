@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -267,7 +268,12 @@ def _r_ProduceResponse_v9(buf, pos):
     o = _new(ProduceResponse)
     o.node_endpoints = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicProduceResponse_v9(buf, pos)
@@ -289,18 +295,30 @@ def _w_ProduceResponse_v9(o, w):
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         raise _p.EncodeError('ProduceResponse.node_endpoints cannot be sent at version 9; leave it at its default')
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicProduceResponse_v9(e, w)
     w += _S_i.pack(o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ProduceResponse_v10(buf, pos):
     o = _new(ProduceResponse)
     o.node_endpoints = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicProduceResponse_v10(buf, pos)
@@ -316,7 +334,12 @@ def _r_ProduceResponse_v10(buf, pos):
 
 
 def _t_ProduceResponse_v10_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v10(buf, pos)
@@ -330,7 +353,11 @@ _T_ProduceResponse_v10 = {0: _t_ProduceResponse_v10_0}
 
 def _w_ProduceResponse_v10(o, w):
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicProduceResponse_v10(e, w)
     w += _S_i.pack(o.throttle_time_ms)
@@ -338,18 +365,30 @@ def _w_ProduceResponse_v10(o, w):
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         t = bytearray()
         a = o.node_endpoints
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_NodeEndpoint_v10(e, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ProduceResponse_v13(buf, pos):
     o = _new(ProduceResponse)
     o.node_endpoints = []
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicProduceResponse_v13(buf, pos)
@@ -365,7 +404,12 @@ def _r_ProduceResponse_v13(buf, pos):
 
 
 def _t_ProduceResponse_v13_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v10(buf, pos)
@@ -379,7 +423,11 @@ _T_ProduceResponse_v13 = {0: _t_ProduceResponse_v13_0}
 
 def _w_ProduceResponse_v13(o, w):
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicProduceResponse_v13(e, w)
     w += _S_i.pack(o.throttle_time_ms)
@@ -387,11 +435,18 @@ def _w_ProduceResponse_v13(o, w):
     if o.node_endpoints is None or len(o.node_endpoints) > 0:
         t = bytearray()
         a = o.node_endpoints
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         for e in a:
             _w_NodeEndpoint_v10(e, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BatchIndexAndErrorMessage_v8(buf, pos):
@@ -427,7 +482,10 @@ _T_BatchIndexAndErrorMessage_v9 = {}
 def _w_BatchIndexAndErrorMessage_v9(o, w):
     w += _S_i.pack(o.batch_index)
     _p.write_compact_nullable_string(w, o.batch_index_error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderIdAndEpoch_v10(buf, pos):
@@ -447,7 +505,10 @@ _T_LeaderIdAndEpoch_v10 = {}
 
 def _w_LeaderIdAndEpoch_v10(o, w):
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionProduceResponse_v3(buf, pos):
@@ -455,7 +516,11 @@ def _r_PartitionProduceResponse_v3(buf, pos):
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, = _S_ihqq.unpack_from(buf, pos)
     pos += 22
@@ -463,7 +528,7 @@ def _r_PartitionProduceResponse_v3(buf, pos):
 
 
 def _w_PartitionProduceResponse_v3(o, w):
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 3-4; leave it at its default')
     w += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
@@ -472,7 +537,11 @@ def _r_PartitionProduceResponse_v5(buf, pos):
     o = _new(PartitionProduceResponse)
     o.record_errors = []
     o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
@@ -480,14 +549,18 @@ def _r_PartitionProduceResponse_v5(buf, pos):
 
 
 def _w_PartitionProduceResponse_v5(o, w):
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at versions 5-7; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 
 def _r_PartitionProduceResponse_v8(buf, pos):
     o = _new(PartitionProduceResponse)
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
@@ -502,7 +575,7 @@ def _r_PartitionProduceResponse_v8(buf, pos):
 
 
 def _w_PartitionProduceResponse_v8(o, w):
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 8; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
@@ -514,11 +587,20 @@ def _w_PartitionProduceResponse_v8(o, w):
 
 def _r_PartitionProduceResponse_v9(buf, pos):
     o = _new(PartitionProduceResponse)
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BatchIndexAndErrorMessage_v9(buf, pos)
@@ -536,24 +618,40 @@ _T_PartitionProduceResponse_v9 = {}
 
 
 def _w_PartitionProduceResponse_v9(o, w):
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         raise _p.EncodeError('PartitionProduceResponse.current_leader cannot be sent at version 9; leave it at its default')
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BatchIndexAndErrorMessage_v9(e, w)
     _p.write_compact_nullable_string(w, o.error_message)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionProduceResponse_v10(buf, pos):
     o = _new(PartitionProduceResponse)
-    o.current_leader = LeaderIdAndEpoch()
+    d = _new(LeaderIdAndEpoch)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BatchIndexAndErrorMessage_v9(buf, pos)
@@ -578,16 +676,23 @@ _T_PartitionProduceResponse_v10 = {0: _t_PartitionProduceResponse_v10_0}
 def _w_PartitionProduceResponse_v10(o, w):
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BatchIndexAndErrorMessage_v9(e, w)
     _p.write_compact_nullable_string(w, o.error_message)
     tags = []
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         t = bytearray()
         _w_LeaderIdAndEpoch_v10(o.current_leader, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicProduceResponse_v3(buf, pos):
@@ -661,7 +766,12 @@ def _r_TopicProduceResponse_v9(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionProduceResponse_v9(buf, pos)
@@ -680,10 +790,17 @@ _T_TopicProduceResponse_v9 = {}
 def _w_TopicProduceResponse_v9(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionProduceResponse_v9(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicProduceResponse_v10(buf, pos):
@@ -691,7 +808,12 @@ def _r_TopicProduceResponse_v10(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionProduceResponse_v10(buf, pos)
@@ -710,10 +832,17 @@ _T_TopicProduceResponse_v10 = {}
 def _w_TopicProduceResponse_v10(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionProduceResponse_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicProduceResponse_v13(buf, pos):
@@ -722,7 +851,12 @@ def _r_TopicProduceResponse_v13(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionProduceResponse_v10(buf, pos)
@@ -741,10 +875,17 @@ _T_TopicProduceResponse_v13 = {}
 def _w_TopicProduceResponse_v13(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partition_responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionProduceResponse_v10(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_NodeEndpoint_v10(buf, pos):
@@ -771,7 +912,10 @@ def _w_NodeEndpoint_v10(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ProduceResponse._FIELDS = (
@@ -811,3 +955,5 @@ NodeEndpoint._FIELDS = (
 ProduceResponse._READERS = (None, None, None, _r_ProduceResponse_v3, _r_ProduceResponse_v3, _r_ProduceResponse_v5, _r_ProduceResponse_v5, _r_ProduceResponse_v5, _r_ProduceResponse_v8, _r_ProduceResponse_v9, _r_ProduceResponse_v10, _r_ProduceResponse_v10, _r_ProduceResponse_v10, _r_ProduceResponse_v13,)
 ProduceResponse._WRITERS = (None, None, None, _w_ProduceResponse_v3, _w_ProduceResponse_v3, _w_ProduceResponse_v5, _w_ProduceResponse_v5, _w_ProduceResponse_v5, _w_ProduceResponse_v8, _w_ProduceResponse_v9, _w_ProduceResponse_v10, _w_ProduceResponse_v10, _w_ProduceResponse_v10, _w_ProduceResponse_v13,)
 _D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_K_LeaderIdAndEpoch = _attrgetter('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+_V_LeaderIdAndEpoch = _K_LeaderIdAndEpoch(_D_LeaderIdAndEpoch)

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -70,7 +71,10 @@ _T_PushTelemetryRequest_v0 = {}
 def _w_PushTelemetryRequest_v0(o, w):
     w += _S_uiob.pack(o.client_instance_id, o.subscription_id, o.terminating, o.compression_type)
     _p.write_compact_bytes(w, o.metrics)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 PushTelemetryRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -128,7 +129,12 @@ class ReadStateResult(Struct):
 def _r_ReadShareGroupStateResponse_v0(buf, pos):
     o = _new(ReadShareGroupStateResponse)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ReadStateResult_v0(buf, pos)
@@ -146,10 +152,17 @@ _T_ReadShareGroupStateResponse_v0 = {}
 
 def _w_ReadShareGroupStateResponse_v0(o, w):
     a = o.results
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ReadStateResult_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StateBatch_v0(buf, pos):
@@ -169,7 +182,10 @@ _T_StateBatch_v0 = {}
 
 def _w_StateBatch_v0(o, w):
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionResult_v0(buf, pos):
@@ -180,7 +196,12 @@ def _r_PartitionResult_v0(buf, pos):
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
     o.state_epoch, o.start_offset, = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_StateBatch_v0(buf, pos)
@@ -201,10 +222,17 @@ def _w_PartitionResult_v0(o, w):
     _p.write_compact_nullable_string(w, o.error_message)
     w += _S_iq.pack(o.state_epoch, o.start_offset)
     a = o.state_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_StateBatch_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ReadStateResult_v0(buf, pos):
@@ -212,7 +240,12 @@ def _r_ReadStateResult_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionResult_v0(buf, pos)
@@ -231,10 +264,17 @@ _T_ReadStateResult_v0 = {}
 def _w_ReadStateResult_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionResult_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ReadShareGroupStateResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -62,7 +63,10 @@ _T_RemoveRaftVoterRequest_v0 = {}
 def _w_RemoveRaftVoterRequest_v0(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_iu.pack(o.voter_id, o.voter_directory_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RemoveRaftVoterRequest._FIELDS = (

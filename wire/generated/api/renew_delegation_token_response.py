@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -72,7 +73,10 @@ _T_RenewDelegationTokenResponse_v2 = {}
 
 def _w_RenewDelegationTokenResponse_v2(o, w):
     w += _S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RenewDelegationTokenResponse._FIELDS = (

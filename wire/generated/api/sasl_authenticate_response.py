@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -108,7 +109,10 @@ def _w_SaslAuthenticateResponse_v2(o, w):
     _p.write_compact_nullable_string(w, o.error_message)
     _p.write_compact_bytes(w, o.auth_bytes)
     w += _S_q.pack(o.session_lifetime_ms)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 SaslAuthenticateResponse._FIELDS = (

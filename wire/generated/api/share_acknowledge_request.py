@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -14,6 +15,7 @@ _S_i = _Struct('>i')
 _S_io = _Struct('>i?')
 _S_qq = _Struct('>qq')
 _S_u = _Struct('>16s')
+_A_b = _p.ARRAY_STRUCTS['b']
 
 
 class ShareAcknowledgeRequest(Message):
@@ -129,7 +131,12 @@ def _r_ShareAcknowledgeRequest_v1(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.share_session_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AcknowledgeTopic_v1(buf, pos)
@@ -152,10 +159,17 @@ def _w_ShareAcknowledgeRequest_v1(o, w):
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_i.pack(o.share_session_epoch)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AcknowledgeTopic_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ShareAcknowledgeRequest_v2(buf, pos):
@@ -165,7 +179,12 @@ def _r_ShareAcknowledgeRequest_v2(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.is_renew_ack, = _S_io.unpack_from(buf, pos)
     pos += 5
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AcknowledgeTopic_v1(buf, pos)
@@ -186,10 +205,17 @@ def _w_ShareAcknowledgeRequest_v2(o, w):
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_io.pack(o.share_session_epoch, o.is_renew_ack)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AcknowledgeTopic_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AcknowledgementBatch_v1(buf, pos):
@@ -197,7 +223,12 @@ def _r_AcknowledgementBatch_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.first_offset, o.last_offset, = _S_qq.unpack_from(buf, pos)
     pos += 16
-    o.acknowledge_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.acknowledge_types = list(_A_b[n].unpack_from(buf, pos + 1))
+        pos += 1 + 1 * n
+    else:
+        o.acknowledge_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -211,8 +242,16 @@ _T_AcknowledgementBatch_v1 = {}
 def _w_AcknowledgementBatch_v1(o, w):
     w += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    _p.write_compact_fixed_array(w, a, 'b')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_b[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'b')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AcknowledgePartition_v1(buf, pos):
@@ -220,7 +259,12 @@ def _r_AcknowledgePartition_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AcknowledgementBatch_v1(buf, pos)
@@ -239,10 +283,17 @@ _T_AcknowledgePartition_v1 = {}
 def _w_AcknowledgePartition_v1(o, w):
     w += _S_i.pack(o.partition_index)
     a = o.acknowledgement_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AcknowledgementBatch_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AcknowledgeTopic_v1(buf, pos):
@@ -250,7 +301,12 @@ def _r_AcknowledgeTopic_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AcknowledgePartition_v1(buf, pos)
@@ -269,10 +325,17 @@ _T_AcknowledgeTopic_v1 = {}
 def _w_AcknowledgeTopic_v1(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AcknowledgePartition_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareAcknowledgeRequest._FIELDS = (

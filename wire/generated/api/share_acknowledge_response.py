@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -165,13 +166,23 @@ def _r_ShareAcknowledgeResponse_v1(buf, pos):
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ShareAcknowledgeTopicResponse_v1(buf, pos)
         a.append(e)
     o.responses = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v1(buf, pos)
@@ -191,14 +202,25 @@ def _w_ShareAcknowledgeResponse_v1(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ShareAcknowledgeTopicResponse_v1(e, w)
     a = o.node_endpoints
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_NodeEndpoint_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ShareAcknowledgeResponse_v2(buf, pos):
@@ -209,13 +231,23 @@ def _r_ShareAcknowledgeResponse_v2(buf, pos):
     o.error_message, pos = _p.read_compact_nullable_string(buf, pos)
     o.acquisition_lock_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ShareAcknowledgeTopicResponse_v1(buf, pos)
         a.append(e)
     o.responses = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_NodeEndpoint_v1(buf, pos)
@@ -236,14 +268,25 @@ def _w_ShareAcknowledgeResponse_v2(o, w):
     _p.write_compact_nullable_string(w, o.error_message)
     w += _S_i.pack(o.acquisition_lock_timeout_ms)
     a = o.responses
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ShareAcknowledgeTopicResponse_v1(e, w)
     a = o.node_endpoints
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_NodeEndpoint_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderIdAndEpoch_v1(buf, pos):
@@ -263,7 +306,10 @@ _T_LeaderIdAndEpoch_v1 = {}
 
 def _w_LeaderIdAndEpoch_v1(o, w):
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v1(buf, pos):
@@ -287,7 +333,10 @@ def _w_PartitionData_v1(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
     _p.write_compact_nullable_string(w, o.error_message)
     _w_LeaderIdAndEpoch_v1(o.current_leader, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ShareAcknowledgeTopicResponse_v1(buf, pos):
@@ -295,7 +344,12 @@ def _r_ShareAcknowledgeTopicResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v1(buf, pos)
@@ -314,10 +368,17 @@ _T_ShareAcknowledgeTopicResponse_v1 = {}
 def _w_ShareAcknowledgeTopicResponse_v1(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_NodeEndpoint_v1(buf, pos):
@@ -344,7 +405,10 @@ def _w_NodeEndpoint_v1(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     _p.write_compact_nullable_string(w, o.rack)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareAcknowledgeResponse._FIELDS = (

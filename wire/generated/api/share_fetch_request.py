@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -15,6 +16,8 @@ _S_iiiiii = _Struct('>iiiiii')
 _S_iiiiiibo = _Struct('>iiiiiib?')
 _S_qq = _Struct('>qq')
 _S_u = _Struct('>16s')
+_A_b = _p.ARRAY_STRUCTS['b']
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ShareFetchRequest(Message):
@@ -184,13 +187,23 @@ def _r_ShareFetchRequest_v1(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, = _S_iiiiii.unpack_from(buf, pos)
     pos += 24
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v1(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v1(buf, pos)
@@ -213,14 +226,25 @@ def _w_ShareFetchRequest_v1(o, w):
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v1(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ShareFetchRequest_v2(buf, pos):
@@ -230,13 +254,23 @@ def _r_ShareFetchRequest_v2(buf, pos):
     o.member_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack, = _S_iiiiiibo.unpack_from(buf, pos)
     pos += 26
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchTopic_v1(buf, pos)
         a.append(e)
     o.topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ForgottenTopic_v1(buf, pos)
@@ -257,14 +291,25 @@ def _w_ShareFetchRequest_v2(o, w):
     _p.write_compact_nullable_string(w, o.member_id)
     w += _S_iiiiiibo.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchTopic_v1(e, w)
     a = o.forgotten_topics_data
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ForgottenTopic_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_AcknowledgementBatch_v1(buf, pos):
@@ -272,7 +317,12 @@ def _r_AcknowledgementBatch_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.first_offset, o.last_offset, = _S_qq.unpack_from(buf, pos)
     pos += 16
-    o.acknowledge_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.acknowledge_types = list(_A_b[n].unpack_from(buf, pos + 1))
+        pos += 1 + 1 * n
+    else:
+        o.acknowledge_types, pos = _p.read_compact_fixed_array(buf, pos, 'b', 1)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -286,8 +336,16 @@ _T_AcknowledgementBatch_v1 = {}
 def _w_AcknowledgementBatch_v1(o, w):
     w += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    _p.write_compact_fixed_array(w, a, 'b')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_b[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'b')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchPartition_v1(buf, pos):
@@ -296,7 +354,12 @@ def _r_FetchPartition_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_AcknowledgementBatch_v1(buf, pos)
@@ -317,10 +380,17 @@ def _w_FetchPartition_v1(o, w):
         raise _p.EncodeError('FetchPartition.partition_max_bytes cannot be sent at versions 1-2; leave it at its default')
     w += _S_i.pack(o.partition_index)
     a = o.acknowledgement_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_AcknowledgementBatch_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FetchTopic_v1(buf, pos):
@@ -328,7 +398,12 @@ def _r_FetchTopic_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FetchPartition_v1(buf, pos)
@@ -347,10 +422,17 @@ _T_FetchTopic_v1 = {}
 def _w_FetchTopic_v1(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FetchPartition_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ForgottenTopic_v1(buf, pos):
@@ -358,7 +440,12 @@ def _r_ForgottenTopic_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -372,8 +459,16 @@ _T_ForgottenTopic_v1 = {}
 def _w_ForgottenTopic_v1(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareFetchRequest._FIELDS = (

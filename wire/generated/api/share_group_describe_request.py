@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -42,7 +43,12 @@ class ShareGroupDescribeRequest(Message):
 def _r_ShareGroupDescribeRequest_v1(buf, pos):
     o = _new(ShareGroupDescribeRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -62,11 +68,18 @@ _T_ShareGroupDescribeRequest_v1 = {}
 
 def _w_ShareGroupDescribeRequest_v1(o, w):
     a = o.group_ids
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     w += _S_o.pack(o.include_authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareGroupDescribeRequest._FIELDS = (

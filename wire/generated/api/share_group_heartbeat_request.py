@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -59,7 +60,12 @@ def _r_ShareGroupHeartbeatRequest_v1(buf, pos):
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.rack_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -87,10 +93,17 @@ def _w_ShareGroupHeartbeatRequest_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareGroupHeartbeatRequest._FIELDS = (

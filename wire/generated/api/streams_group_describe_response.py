@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -18,6 +19,7 @@ _S_ih = _Struct('>ih')
 _S_ii = _Struct('>ii')
 _S_iq = _Struct('>iq')
 _S_o = _Struct('>?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class StreamsGroupDescribeResponse(Message):
@@ -481,7 +483,12 @@ def _r_StreamsGroupDescribeResponse_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v0(buf, pos)
@@ -500,10 +507,17 @@ _T_StreamsGroupDescribeResponse_v0 = {}
 def _w_StreamsGroupDescribeResponse_v0(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StreamsGroupDescribeResponse_v1(buf, pos):
@@ -511,7 +525,12 @@ def _r_StreamsGroupDescribeResponse_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_DescribedGroup_v1(buf, pos)
@@ -530,10 +549,17 @@ _T_StreamsGroupDescribeResponse_v1 = {}
 def _w_StreamsGroupDescribeResponse_v1(o, w):
     w += _S_i.pack(o.throttle_time_ms)
     a = o.groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_DescribedGroup_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Endpoint_v0(buf, pos):
@@ -555,7 +581,10 @@ _T_Endpoint_v0 = {}
 def _w_Endpoint_v0(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskOffset_v0(buf, pos):
@@ -577,25 +606,43 @@ _T_TaskOffset_v0 = {}
 def _w_TaskOffset_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     w += _S_iq.pack(o.partition, o.offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Assignment_v0(buf, pos):
     o = _new(Assignment)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.active_tasks = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.standby_tasks = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
@@ -613,25 +660,45 @@ _T_Assignment_v0 = {}
 
 def _w_Assignment_v0(o, w):
     a = o.active_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.standby_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.warmup_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskIds_v0(buf, pos):
     o = _new(TaskIds)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -645,8 +712,16 @@ _T_TaskIds_v0 = {}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_KeyValue_v0(buf, pos):
@@ -667,7 +742,10 @@ _T_KeyValue_v0 = {}
 def _w_KeyValue_v0(o, w):
     _p.write_compact_string(w, o.key)
     _p.write_compact_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicInfo_v0(buf, pos):
@@ -676,7 +754,12 @@ def _r_TopicInfo_v0(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_KeyValue_v0(buf, pos)
@@ -696,22 +779,39 @@ def _w_TopicInfo_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ih.pack(o.partitions, o.replication_factor)
     a = o.topic_configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_KeyValue_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopologyDescription_v1(buf, pos):
     o = _new(TopologyDescription)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopologyDescriptionSubtopology_v1(buf, pos)
         a.append(e)
     o.subtopologies = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopologyDescriptionGlobalStore_v1(buf, pos)
@@ -729,21 +829,37 @@ _T_TopologyDescription_v1 = {}
 
 def _w_TopologyDescription_v1(o, w):
     a = o.subtopologies
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopologyDescriptionSubtopology_v1(e, w)
     a = o.global_stores
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopologyDescriptionGlobalStore_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopologyDescriptionSubtopology_v1(buf, pos):
     o = _new(TopologyDescriptionSubtopology)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopologyDescriptionNode_v1(buf, pos)
@@ -762,10 +878,17 @@ _T_TopologyDescriptionSubtopology_v1 = {}
 def _w_TopologyDescriptionSubtopology_v1(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.nodes
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopologyDescriptionNode_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopologyDescriptionNode_v1(buf, pos):
@@ -774,20 +897,35 @@ def _r_TopologyDescriptionNode_v1(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.node_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topics = a
     o.sink_topic, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.stores = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -807,19 +945,34 @@ def _w_TopologyDescriptionNode_v1(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_b.pack(o.node_type)
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.sink_topic)
     a = o.stores
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.successors
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopologyDescriptionGlobalStore_v1(buf, pos):
@@ -840,32 +993,55 @@ _T_TopologyDescriptionGlobalStore_v1 = {}
 def _w_TopologyDescriptionGlobalStore_v1(o, w):
     _w_TopologyDescriptionNode_v1(o.source, w)
     _w_TopologyDescriptionNode_v1(o.processor, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Subtopology_v0(buf, pos):
     o = _new(Subtopology)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.repartition_sink_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
         a.append(e)
     o.state_changelog_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
@@ -884,22 +1060,41 @@ _T_Subtopology_v0 = {}
 def _w_Subtopology_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.repartition_sink_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.state_changelog_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
     a = o.repartition_source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Topology_v0(buf, pos):
@@ -907,7 +1102,12 @@ def _r_Topology_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.subtopologies = None
     else:
@@ -932,10 +1132,17 @@ def _w_Topology_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_Subtopology_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Member_v0(buf, pos):
@@ -956,19 +1163,34 @@ def _r_Member_v0(buf, pos):
         o.user_endpoint = None
     else:
         o.user_endpoint, pos = _r_Endpoint_v0(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_KeyValue_v0(buf, pos)
         a.append(e)
     o.client_tags = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskOffset_v0(buf, pos)
         a.append(e)
     o.task_offsets = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskOffset_v0(buf, pos)
@@ -1004,21 +1226,36 @@ def _w_Member_v0(o, w):
         w.append(1)
         _w_Endpoint_v0(s, w)
     a = o.client_tags
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_KeyValue_v0(e, w)
     a = o.task_offsets
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskOffset_v0(e, w)
     a = o.task_end_offsets
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskOffset_v0(e, w)
     _w_Assignment_v0(o.assignment, w)
     _w_Assignment_v0(o.target_assignment, w)
     w += _S_o.pack(o.is_classic)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v0(buf, pos):
@@ -1039,7 +1276,12 @@ def _r_DescribedGroup_v0(buf, pos):
         o.topology = None
     else:
         o.topology, pos = _r_Topology_v0(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Member_v0(buf, pos)
@@ -1074,11 +1316,18 @@ def _w_DescribedGroup_v0(o, w):
         w.append(1)
         _w_Topology_v0(s, w)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Member_v0(e, w)
     w += _S_i.pack(o.authorized_operations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_DescribedGroup_v1(buf, pos):
@@ -1096,7 +1345,12 @@ def _r_DescribedGroup_v1(buf, pos):
         o.topology = None
     else:
         o.topology, pos = _r_Topology_v0(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Member_v0(buf, pos)
@@ -1135,7 +1389,11 @@ def _w_DescribedGroup_v1(o, w):
         w.append(1)
         _w_Topology_v0(s, w)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Member_v0(e, w)
     w += _S_i.pack(o.authorized_operations)
@@ -1147,7 +1405,10 @@ def _w_DescribedGroup_v1(o, w):
         _w_TopologyDescription_v1(s, w)
     w += _S_b.pack(o.topology_description_status)
     _p.write_compact_nullable_string(w, o.assignor_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupDescribeResponse._FIELDS = (

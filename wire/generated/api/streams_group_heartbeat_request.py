@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -16,6 +17,8 @@ _S_ih = _Struct('>ih')
 _S_ii = _Struct('>ii')
 _S_iq = _Struct('>iq')
 _S_o = _Struct('>?')
+_A_h = _p.ARRAY_STRUCTS['h']
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class StreamsGroupHeartbeatRequest(Message):
@@ -324,7 +327,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
         o.topology = None
     else:
         o.topology, pos = _r_Topology_v0(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.active_tasks = None
     else:
@@ -333,7 +341,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.active_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.standby_tasks = None
     else:
@@ -342,7 +355,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.standby_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.warmup_tasks = None
     else:
@@ -357,7 +375,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
         o.user_endpoint = None
     else:
         o.user_endpoint, pos = _r_Endpoint_v0(buf, pos)
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.client_tags = None
     else:
@@ -366,7 +389,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
             e, pos = _r_KeyValue_v0(buf, pos)
             a.append(e)
         o.client_tags = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.task_offsets = None
     else:
@@ -375,7 +403,12 @@ def _r_StreamsGroupHeartbeatRequest_v0(buf, pos):
             e, pos = _r_TaskOffset_v0(buf, pos)
             a.append(e)
         o.task_offsets = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.task_end_offsets = None
     else:
@@ -413,21 +446,33 @@ def _w_StreamsGroupHeartbeatRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.standby_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.warmup_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     _p.write_compact_nullable_string(w, o.process_id)
@@ -441,25 +486,40 @@ def _w_StreamsGroupHeartbeatRequest_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_KeyValue_v0(e, w)
     a = o.task_offsets
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskOffset_v0(e, w)
     a = o.task_end_offsets
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskOffset_v0(e, w)
     w += _S_o.pack(o.shutdown_application)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_KeyValue_v0(buf, pos):
@@ -480,7 +540,10 @@ _T_KeyValue_v0 = {}
 def _w_KeyValue_v0(o, w):
     _p.write_compact_string(w, o.key)
     _p.write_compact_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicInfo_v0(buf, pos):
@@ -489,7 +552,12 @@ def _r_TopicInfo_v0(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_KeyValue_v0(buf, pos)
@@ -509,10 +577,17 @@ def _w_TopicInfo_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ih.pack(o.partitions, o.replication_factor)
     a = o.topic_configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_KeyValue_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Endpoint_v0(buf, pos):
@@ -534,7 +609,10 @@ _T_Endpoint_v0 = {}
 def _w_Endpoint_v0(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskOffset_v0(buf, pos):
@@ -556,14 +634,22 @@ _T_TaskOffset_v0 = {}
 def _w_TaskOffset_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     w += _S_iq.pack(o.partition, o.offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskIds_v0(buf, pos):
     o = _new(TaskIds)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -577,16 +663,39 @@ _T_TaskIds_v0 = {}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CopartitionGroup_v0(buf, pos):
     o = _new(CopartitionGroup)
     o.unknown_tagged_fields = ()
-    o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
-    o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
-    o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.source_topics = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.source_topic_regex = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.repartition_source_topics = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -599,49 +708,97 @@ _T_CopartitionGroup_v0 = {}
 
 def _w_CopartitionGroup_v0(o, w):
     a = o.source_topics
-    _p.write_compact_fixed_array(w, a, 'h')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
     a = o.source_topic_regex
-    _p.write_compact_fixed_array(w, a, 'h')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
     a = o.repartition_source_topics
-    _p.write_compact_fixed_array(w, a, 'h')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Subtopology_v0(buf, pos):
     o = _new(Subtopology)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topic_regex = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
         a.append(e)
     o.state_changelog_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.repartition_sink_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
         a.append(e)
     o.repartition_source_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CopartitionGroup_v0(buf, pos)
@@ -660,30 +817,57 @@ _T_Subtopology_v0 = {}
 def _w_Subtopology_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.source_topic_regex
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.state_changelog_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
     a = o.repartition_sink_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.repartition_source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
     a = o.copartition_groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CopartitionGroup_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Topology_v0(buf, pos):
@@ -691,7 +875,12 @@ def _r_Topology_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Subtopology_v0(buf, pos)
@@ -710,10 +899,17 @@ _T_Topology_v0 = {}
 def _w_Topology_v0(o, w):
     w += _S_i.pack(o.epoch)
     a = o.subtopologies
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Subtopology_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupHeartbeatRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -17,6 +18,7 @@ _S_ih = _Struct('>ih')
 _S_iiii = _Struct('>iiii')
 _S_iiiq = _Struct('>iiiq')
 _S_oi = _Struct('>?i')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class StreamsGroupHeartbeatResponse(Message):
@@ -221,7 +223,12 @@ def _r_StreamsGroupHeartbeatResponse_v0(buf, pos):
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms, = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.status = None
     else:
@@ -230,7 +237,12 @@ def _r_StreamsGroupHeartbeatResponse_v0(buf, pos):
             e, pos = _r_Status_v0(buf, pos)
             a.append(e)
         o.status = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.active_tasks = None
     else:
@@ -239,7 +251,12 @@ def _r_StreamsGroupHeartbeatResponse_v0(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.active_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.standby_tasks = None
     else:
@@ -248,7 +265,12 @@ def _r_StreamsGroupHeartbeatResponse_v0(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.standby_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.warmup_tasks = None
     else:
@@ -259,7 +281,12 @@ def _r_StreamsGroupHeartbeatResponse_v0(buf, pos):
         o.warmup_tasks = a
     o.endpoint_information_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.partitions_by_user_endpoint = None
     else:
@@ -289,28 +316,44 @@ def _w_StreamsGroupHeartbeatResponse_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_Status_v0(e, w)
     a = o.active_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.standby_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.warmup_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     w += _S_i.pack(o.endpoint_information_epoch)
@@ -318,10 +361,17 @@ def _w_StreamsGroupHeartbeatResponse_v0(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_EndpointToPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
@@ -334,7 +384,12 @@ def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.member_epoch, o.heartbeat_interval_ms, o.task_offset_interval_ms, o.acceptable_recovery_lag, = _S_iiiq.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.status = None
     else:
@@ -343,7 +398,12 @@ def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
             e, pos = _r_Status_v0(buf, pos)
             a.append(e)
         o.status = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.active_tasks = None
     else:
@@ -352,7 +412,12 @@ def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.active_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.standby_tasks = None
     else:
@@ -361,7 +426,12 @@ def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
             e, pos = _r_TaskIds_v0(buf, pos)
             a.append(e)
         o.standby_tasks = a
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.warmup_tasks = None
     else:
@@ -372,7 +442,12 @@ def _r_StreamsGroupHeartbeatResponse_v1(buf, pos):
         o.warmup_tasks = a
     o.topology_description_required, o.endpoint_information_epoch, = _S_oi.unpack_from(buf, pos)
     pos += 5
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.partitions_by_user_endpoint = None
     else:
@@ -402,28 +477,44 @@ def _w_StreamsGroupHeartbeatResponse_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_Status_v0(e, w)
     a = o.active_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.standby_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     a = o.warmup_tasks
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_TaskIds_v0(e, w)
     w += _S_oi.pack(o.topology_description_required, o.endpoint_information_epoch)
@@ -431,10 +522,17 @@ def _w_StreamsGroupHeartbeatResponse_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_EndpointToPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Status_v0(buf, pos):
@@ -456,14 +554,22 @@ _T_Status_v0 = {}
 def _w_Status_v0(o, w):
     w += _S_b.pack(o.status_code)
     _p.write_compact_string(w, o.status_detail)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartition_v0(buf, pos):
     o = _new(TopicPartition)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -477,15 +583,28 @@ _T_TopicPartition_v0 = {}
 def _w_TopicPartition_v0(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskIds_v0(buf, pos):
     o = _new(TaskIds)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -499,8 +618,16 @@ _T_TaskIds_v0 = {}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Endpoint_v0(buf, pos):
@@ -522,20 +649,33 @@ _T_Endpoint_v0 = {}
 def _w_Endpoint_v0(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EndpointToPartitions_v0(buf, pos):
     o = _new(EndpointToPartitions)
     o.unknown_tagged_fields = ()
     o.user_endpoint, pos = _r_Endpoint_v0(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartition_v0(buf, pos)
         a.append(e)
     o.active_partitions = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartition_v0(buf, pos)
@@ -554,14 +694,25 @@ _T_EndpointToPartitions_v0 = {}
 def _w_EndpointToPartitions_v0(o, w):
     _w_Endpoint_v0(o.user_endpoint, w)
     a = o.active_partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartition_v0(e, w)
     a = o.standby_partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupHeartbeatResponse._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -151,7 +152,12 @@ def _r_SyncGroupRequest_v4(buf, pos):
     pos += 4
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_SyncGroupRequestAssignment_v4(buf, pos)
@@ -173,10 +179,17 @@ def _w_SyncGroupRequest_v4(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     a = o.assignments
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_SyncGroupRequestAssignment_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SyncGroupRequest_v5(buf, pos):
@@ -189,7 +202,12 @@ def _r_SyncGroupRequest_v5(buf, pos):
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = _p.read_compact_nullable_string(buf, pos)
     o.protocol_name, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_SyncGroupRequestAssignment_v4(buf, pos)
@@ -213,10 +231,17 @@ def _w_SyncGroupRequest_v5(o, w):
     _p.write_compact_nullable_string(w, o.protocol_type)
     _p.write_compact_nullable_string(w, o.protocol_name)
     a = o.assignments
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_SyncGroupRequestAssignment_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SyncGroupRequestAssignment_v0(buf, pos):
@@ -250,7 +275,10 @@ _T_SyncGroupRequestAssignment_v4 = {}
 def _w_SyncGroupRequestAssignment_v4(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_bytes(w, o.assignment)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 SyncGroupRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -106,7 +107,10 @@ _T_SyncGroupResponse_v4 = {}
 def _w_SyncGroupResponse_v4(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _p.write_compact_bytes(w, o.assignment)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SyncGroupResponse_v5(buf, pos):
@@ -132,7 +136,10 @@ def _w_SyncGroupResponse_v5(o, w):
     _p.write_compact_nullable_string(w, o.protocol_type)
     _p.write_compact_nullable_string(w, o.protocol_name)
     _p.write_compact_bytes(w, o.assignment)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 SyncGroupResponse._FIELDS = (

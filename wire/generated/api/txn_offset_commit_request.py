@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -200,7 +201,12 @@ def _r_TxnOffsetCommitRequest_v3(buf, pos):
     pos += 14
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TxnOffsetCommitRequestTopic_v3(buf, pos)
@@ -223,10 +229,17 @@ def _w_TxnOffsetCommitRequest_v3(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TxnOffsetCommitRequestTopic_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TxnOffsetCommitRequest_v6(buf, pos):
@@ -238,7 +251,12 @@ def _r_TxnOffsetCommitRequest_v6(buf, pos):
     pos += 14
     o.member_id, pos = _p.read_compact_string(buf, pos)
     o.group_instance_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TxnOffsetCommitRequestTopic_v6(buf, pos)
@@ -261,10 +279,17 @@ def _w_TxnOffsetCommitRequest_v6(o, w):
     _p.write_compact_string(w, o.member_id)
     _p.write_compact_nullable_string(w, o.group_instance_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TxnOffsetCommitRequestTopic_v6(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TxnOffsetCommitRequestPartition_v0(buf, pos):
@@ -315,7 +340,10 @@ _T_TxnOffsetCommitRequestPartition_v3 = {}
 def _w_TxnOffsetCommitRequestPartition_v3(o, w):
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _p.write_compact_nullable_string(w, o.committed_metadata)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TxnOffsetCommitRequestTopic_v0(buf, pos):
@@ -367,7 +395,12 @@ def _r_TxnOffsetCommitRequestTopic_v3(buf, pos):
     o.topic_id = _p.ZERO_UUID
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TxnOffsetCommitRequestPartition_v3(buf, pos)
@@ -386,10 +419,17 @@ _T_TxnOffsetCommitRequestTopic_v3 = {}
 def _w_TxnOffsetCommitRequestTopic_v3(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TxnOffsetCommitRequestPartition_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TxnOffsetCommitRequestTopic_v6(buf, pos):
@@ -398,7 +438,12 @@ def _r_TxnOffsetCommitRequestTopic_v6(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TxnOffsetCommitRequestPartition_v3(buf, pos)
@@ -417,10 +462,17 @@ _T_TxnOffsetCommitRequestTopic_v6 = {}
 def _w_TxnOffsetCommitRequestTopic_v6(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TxnOffsetCommitRequestPartition_v3(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 TxnOffsetCommitRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -81,7 +82,12 @@ def _r_UpdateFeaturesRequest_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FeatureUpdateKey_v0(buf, pos)
@@ -102,10 +108,17 @@ def _w_UpdateFeaturesRequest_v0(o, w):
         raise _p.EncodeError('UpdateFeaturesRequest.validate_only cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.timeout_ms)
     a = o.feature_updates
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FeatureUpdateKey_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_UpdateFeaturesRequest_v1(buf, pos):
@@ -113,7 +126,12 @@ def _r_UpdateFeaturesRequest_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_FeatureUpdateKey_v1(buf, pos)
@@ -134,11 +152,18 @@ _T_UpdateFeaturesRequest_v1 = {}
 def _w_UpdateFeaturesRequest_v1(o, w):
     w += _S_i.pack(o.timeout_ms)
     a = o.feature_updates
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_FeatureUpdateKey_v1(e, w)
     w += _S_o.pack(o.validate_only)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FeatureUpdateKey_v0(buf, pos):
@@ -163,7 +188,10 @@ def _w_FeatureUpdateKey_v0(o, w):
         raise _p.EncodeError('FeatureUpdateKey.upgrade_type cannot be sent at version 0; leave it at its default')
     _p.write_compact_string(w, o.feature)
     w += _S_ho.pack(o.max_version_level, o.allow_downgrade)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_FeatureUpdateKey_v1(buf, pos):
@@ -188,7 +216,10 @@ def _w_FeatureUpdateKey_v1(o, w):
         raise _p.EncodeError('FeatureUpdateKey.allow_downgrade cannot be sent at versions 1-2; leave it at its default')
     _p.write_compact_string(w, o.feature)
     w += _S_hb.pack(o.max_version_level, o.upgrade_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 UpdateFeaturesRequest._FIELDS = (

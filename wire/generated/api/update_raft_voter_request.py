@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -109,7 +110,12 @@ def _r_UpdateRaftVoterRequest_v0(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.current_leader_epoch, o.voter_id, o.voter_directory_id, = _S_iiu.unpack_from(buf, pos)
     pos += 24
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Listener_v0(buf, pos)
@@ -130,11 +136,18 @@ def _w_UpdateRaftVoterRequest_v0(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_iiu.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id)
     a = o.listeners
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Listener_v0(e, w)
     _w_KRaftVersionFeature_v0(o.k_raft_version_feature, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Listener_v0(buf, pos):
@@ -158,7 +171,10 @@ def _w_Listener_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_KRaftVersionFeature_v0(buf, pos):
@@ -178,7 +194,10 @@ _T_KRaftVersionFeature_v0 = {}
 
 def _w_KRaftVersionFeature_v0(o, w):
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 UpdateRaftVoterRequest._FIELDS = (

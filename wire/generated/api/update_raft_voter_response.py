@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -76,7 +77,13 @@ class CurrentLeader(Struct):
 
 def _r_UpdateRaftVoterResponse_v0(buf, pos):
     o = _new(UpdateRaftVoterResponse)
-    o.current_leader = CurrentLeader()
+    d = _new(CurrentLeader)
+    d.leader_id = -1
+    d.leader_epoch = -1
+    d.host = ''
+    d.port = 0
+    d.unknown_tagged_fields = ()
+    o.current_leader = d
     o.unknown_tagged_fields = ()
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -98,11 +105,14 @@ _T_UpdateRaftVoterResponse_v0 = {0: _t_UpdateRaftVoterResponse_v0_0}
 def _w_UpdateRaftVoterResponse_v0(o, w):
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     tags = []
-    if o.current_leader != _D_CurrentLeader:
+    if type(o.current_leader) is not CurrentLeader or _K_CurrentLeader(o.current_leader) != _V_CurrentLeader:
         t = bytearray()
         _w_CurrentLeader_v0(o.current_leader, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CurrentLeader_v0(buf, pos):
@@ -127,7 +137,10 @@ def _w_CurrentLeader_v0(o, w):
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     _p.write_compact_string(w, o.host)
     w += _S_i.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 UpdateRaftVoterResponse._FIELDS = (
@@ -144,3 +157,5 @@ CurrentLeader._FIELDS = (
 UpdateRaftVoterResponse._READERS = (_r_UpdateRaftVoterResponse_v0,)
 UpdateRaftVoterResponse._WRITERS = (_w_UpdateRaftVoterResponse_v0,)
 _D_CurrentLeader = CurrentLeader()
+_K_CurrentLeader = _attrgetter('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tagged_fields')
+_V_CurrentLeader = _K_CurrentLeader(_D_CurrentLeader)

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -117,7 +118,12 @@ def _r_VoteRequest_v0(buf, pos):
     o.voter_id = -1
     o.unknown_tagged_fields = ()
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v0(buf, pos)
@@ -136,10 +142,17 @@ _T_VoteRequest_v0 = {}
 def _w_VoteRequest_v0(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_VoteRequest_v1(buf, pos):
@@ -148,7 +161,12 @@ def _r_VoteRequest_v1(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v1(buf, pos)
@@ -168,10 +186,17 @@ def _w_VoteRequest_v1(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_VoteRequest_v2(buf, pos):
@@ -180,7 +205,12 @@ def _r_VoteRequest_v2(buf, pos):
     o.cluster_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicData_v2(buf, pos)
@@ -200,10 +230,17 @@ def _w_VoteRequest_v2(o, w):
     _p.write_compact_nullable_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v0(buf, pos):
@@ -228,7 +265,10 @@ def _w_PartitionData_v0(o, w):
     if o.pre_vote != False:
         raise _p.EncodeError('PartitionData.pre_vote cannot be sent at version 0; leave it at its default')
     w += _S_iiiiq.pack(o.partition_index, o.replica_epoch, o.replica_id, o.last_offset_epoch, o.last_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v1(buf, pos):
@@ -251,7 +291,10 @@ def _w_PartitionData_v1(o, w):
     if o.pre_vote != False:
         raise _p.EncodeError('PartitionData.pre_vote cannot be sent at version 1; leave it at its default')
     w += _S_iiiuuiq.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v2(buf, pos):
@@ -271,14 +314,22 @@ _T_PartitionData_v2 = {}
 
 def _w_PartitionData_v2(o, w):
     w += _S_iiiuuiqo.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v0(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v0(buf, pos)
@@ -297,17 +348,29 @@ _T_TopicData_v0 = {}
 def _w_TopicData_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v1(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v1(buf, pos)
@@ -326,17 +389,29 @@ _T_TopicData_v1 = {}
 def _w_TopicData_v1(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicData_v2(buf, pos):
     o = _new(TopicData)
     o.unknown_tagged_fields = ()
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v2(buf, pos)
@@ -355,10 +430,17 @@ _T_TopicData_v2 = {}
 def _w_TopicData_v2(o, w):
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 VoteRequest._FIELDS = (

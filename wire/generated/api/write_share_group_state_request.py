@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -133,7 +134,12 @@ def _r_WriteShareGroupStateRequest_v0(buf, pos):
     o = _new(WriteShareGroupStateRequest)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WriteStateData_v0(buf, pos)
@@ -152,17 +158,29 @@ _T_WriteShareGroupStateRequest_v0 = {}
 def _w_WriteShareGroupStateRequest_v0(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WriteStateData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WriteShareGroupStateRequest_v1(buf, pos):
     o = _new(WriteShareGroupStateRequest)
     o.unknown_tagged_fields = ()
     o.group_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WriteStateData_v1(buf, pos)
@@ -181,10 +199,17 @@ _T_WriteShareGroupStateRequest_v1 = {}
 def _w_WriteShareGroupStateRequest_v1(o, w):
     _p.write_compact_string(w, o.group_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WriteStateData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StateBatch_v0(buf, pos):
@@ -204,7 +229,10 @@ _T_StateBatch_v0 = {}
 
 def _w_StateBatch_v0(o, w):
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v0(buf, pos):
@@ -213,7 +241,12 @@ def _r_PartitionData_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, = _S_iiiq.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_StateBatch_v0(buf, pos)
@@ -232,10 +265,17 @@ _T_PartitionData_v0 = {}
 def _w_PartitionData_v0(o, w):
     w += _S_iiiq.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
     a = o.state_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_StateBatch_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionData_v1(buf, pos):
@@ -243,7 +283,12 @@ def _r_PartitionData_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count, = _S_iiiqi.unpack_from(buf, pos)
     pos += 24
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_StateBatch_v0(buf, pos)
@@ -262,10 +307,17 @@ _T_PartitionData_v1 = {}
 def _w_PartitionData_v1(o, w):
     w += _S_iiiqi.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
     a = o.state_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_StateBatch_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WriteStateData_v0(buf, pos):
@@ -273,7 +325,12 @@ def _r_WriteStateData_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v0(buf, pos)
@@ -292,10 +349,17 @@ _T_WriteStateData_v0 = {}
 def _w_WriteStateData_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WriteStateData_v1(buf, pos):
@@ -303,7 +367,12 @@ def _r_WriteStateData_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionData_v1(buf, pos)
@@ -322,10 +391,17 @@ _T_WriteStateData_v1 = {}
 def _w_WriteStateData_v1(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionData_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 WriteShareGroupStateRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_i = _Struct('>i')
 _S_ib = _Struct('>ib')
 _S_qho = _Struct('>qh?')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class WriteTxnMarkersRequest(Message):
@@ -98,7 +100,12 @@ class WritableTxnMarker(Struct):
 def _r_WriteTxnMarkersRequest_v1(buf, pos):
     o = _new(WriteTxnMarkersRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarker_v1(buf, pos)
@@ -116,16 +123,28 @@ _T_WriteTxnMarkersRequest_v1 = {}
 
 def _w_WriteTxnMarkersRequest_v1(o, w):
     a = o.markers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarker_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WriteTxnMarkersRequest_v2(buf, pos):
     o = _new(WriteTxnMarkersRequest)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarker_v2(buf, pos)
@@ -143,17 +162,29 @@ _T_WriteTxnMarkersRequest_v2 = {}
 
 def _w_WriteTxnMarkersRequest_v2(o, w):
     a = o.markers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarker_v2(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarkerTopic_v1(buf, pos):
     o = _new(WritableTxnMarkerTopic)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_indexes = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_indexes, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -167,8 +198,16 @@ _T_WritableTxnMarkerTopic_v1 = {}
 def _w_WritableTxnMarkerTopic_v1(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partition_indexes
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarker_v1(buf, pos):
@@ -177,7 +216,12 @@ def _r_WritableTxnMarker_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.producer_id, o.producer_epoch, o.transaction_result, = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarkerTopic_v1(buf, pos)
@@ -198,11 +242,18 @@ _T_WritableTxnMarker_v1 = {}
 def _w_WritableTxnMarker_v1(o, w):
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarkerTopic_v1(e, w)
     w += _S_i.pack(o.coordinator_epoch)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarker_v2(buf, pos):
@@ -210,7 +261,12 @@ def _r_WritableTxnMarker_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.producer_id, o.producer_epoch, o.transaction_result, = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarkerTopic_v1(buf, pos)
@@ -231,11 +287,18 @@ _T_WritableTxnMarker_v2 = {}
 def _w_WritableTxnMarker_v2(o, w):
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarkerTopic_v1(e, w)
     w += _S_ib.pack(o.coordinator_epoch, o.transaction_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 WriteTxnMarkersRequest._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -102,7 +103,12 @@ class WritableTxnMarkerResult(Struct):
 def _r_WriteTxnMarkersResponse_v1(buf, pos):
     o = _new(WriteTxnMarkersResponse)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarkerResult_v1(buf, pos)
@@ -120,10 +126,17 @@ _T_WriteTxnMarkersResponse_v1 = {}
 
 def _w_WriteTxnMarkersResponse_v1(o, w):
     a = o.markers
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarkerResult_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarkerPartitionResult_v1(buf, pos):
@@ -143,14 +156,22 @@ _T_WritableTxnMarkerPartitionResult_v1 = {}
 
 def _w_WritableTxnMarkerPartitionResult_v1(o, w):
     w += _S_ih.pack(o.partition_index, o.error_code)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarkerTopicResult_v1(buf, pos):
     o = _new(WritableTxnMarkerTopicResult)
     o.unknown_tagged_fields = ()
     o.name, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarkerPartitionResult_v1(buf, pos)
@@ -169,10 +190,17 @@ _T_WritableTxnMarkerTopicResult_v1 = {}
 def _w_WritableTxnMarkerTopicResult_v1(o, w):
     _p.write_compact_string(w, o.name)
     a = o.partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarkerPartitionResult_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_WritableTxnMarkerResult_v1(buf, pos):
@@ -180,7 +208,12 @@ def _r_WritableTxnMarkerResult_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_WritableTxnMarkerTopicResult_v1(buf, pos)
@@ -199,10 +232,17 @@ _T_WritableTxnMarkerResult_v1 = {}
 def _w_WritableTxnMarkerResult_v1(o, w):
     w += _S_q.pack(o.producer_id)
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_WritableTxnMarkerTopicResult_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 WriteTxnMarkersResponse._FIELDS = (

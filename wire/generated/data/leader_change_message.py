@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -75,13 +76,23 @@ def _r_LeaderChangeMessage_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.version, o.leader_id, = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Voter_v0(buf, pos)
         a.append(e)
     o.voters = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Voter_v0(buf, pos)
@@ -100,14 +111,25 @@ _T_LeaderChangeMessage_v0 = {}
 def _w_LeaderChangeMessage_v0(o, w):
     w += _S_hi.pack(o.version, o.leader_id)
     a = o.voters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Voter_v0(e, w)
     a = o.granting_voters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Voter_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LeaderChangeMessage_v1(buf, pos):
@@ -115,13 +137,23 @@ def _r_LeaderChangeMessage_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.version, o.leader_id, = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Voter_v1(buf, pos)
         a.append(e)
     o.voters = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Voter_v1(buf, pos)
@@ -140,14 +172,25 @@ _T_LeaderChangeMessage_v1 = {}
 def _w_LeaderChangeMessage_v1(o, w):
     w += _S_hi.pack(o.version, o.leader_id)
     a = o.voters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Voter_v1(e, w)
     a = o.granting_voters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Voter_v1(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Voter_v0(buf, pos):
@@ -170,7 +213,10 @@ def _w_Voter_v0(o, w):
     if o.voter_directory_id != _p.ZERO_UUID:
         raise _p.EncodeError('Voter.voter_directory_id cannot be sent at version 0; leave it at its default')
     w += _S_i.pack(o.voter_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Voter_v1(buf, pos):
@@ -190,7 +236,10 @@ _T_Voter_v1 = {}
 
 def _w_Voter_v1(o, w):
     w += _S_iu.pack(o.voter_id, o.voter_directory_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 LeaderChangeMessage._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -122,7 +123,12 @@ def _r_VotersRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.version, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Voter_v0(buf, pos)
@@ -141,10 +147,17 @@ _T_VotersRecord_v0 = {}
 def _w_VotersRecord_v0(o, w):
     w += _S_h.pack(o.version)
     a = o.voters
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Voter_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Endpoint_v0(buf, pos):
@@ -168,7 +181,10 @@ def _w_Endpoint_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_KRaftVersionFeature_v0(buf, pos):
@@ -188,7 +204,10 @@ _T_KRaftVersionFeature_v0 = {}
 
 def _w_KRaftVersionFeature_v0(o, w):
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Voter_v0(buf, pos):
@@ -196,7 +215,12 @@ def _r_Voter_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.voter_id, o.voter_directory_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Endpoint_v0(buf, pos)
@@ -216,11 +240,18 @@ _T_Voter_v0 = {}
 def _w_Voter_v0(o, w):
     w += _S_iu.pack(o.voter_id, o.voter_directory_id)
     a = o.endpoints
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Endpoint_v0(e, w)
     _w_KRaftVersionFeature_v0(o.k_raft_version_feature, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 VotersRecord._FIELDS = (

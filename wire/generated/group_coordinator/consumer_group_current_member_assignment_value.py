@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_iib = _Struct('>iib')
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ConsumerGroupCurrentMemberAssignmentValue(Message):
@@ -82,13 +84,23 @@ def _r_ConsumerGroupCurrentMemberAssignmentValue_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.member_epoch, o.previous_member_epoch, o.state, = _S_iib.unpack_from(buf, pos)
     pos += 9
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartitions_v0(buf, pos)
         a.append(e)
     o.assigned_partitions = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartitions_v0(buf, pos)
@@ -107,14 +119,25 @@ _T_ConsumerGroupCurrentMemberAssignmentValue_v0 = {}
 def _w_ConsumerGroupCurrentMemberAssignmentValue_v0(o, w):
     w += _S_iib.pack(o.member_epoch, o.previous_member_epoch, o.state)
     a = o.assigned_partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartitions_v0(e, w)
     a = o.partitions_pending_revocation
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartitions_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartitions_v0(buf, pos):
@@ -123,7 +146,12 @@ def _r_TopicPartitions_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -132,7 +160,12 @@ def _r_TopicPartitions_v0(buf, pos):
 
 
 def _t_TopicPartitions_v0_0(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.assignment_epochs = None
     else:
@@ -146,7 +179,12 @@ _T_TopicPartitions_v0 = {0: _t_TopicPartitions_v0_0}
 def _w_TopicPartitions_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     tags = []
     if o.assignment_epochs is not None:
         t = bytearray()
@@ -154,9 +192,17 @@ def _w_TopicPartitions_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupCurrentMemberAssignmentValue._FIELDS = (

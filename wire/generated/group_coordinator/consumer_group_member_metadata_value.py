@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -117,7 +118,12 @@ def _r_ConsumerGroupMemberMetadataValue_v0(buf, pos):
     o.rack_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.client_id, pos = _p.read_compact_string(buf, pos)
     o.client_host, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -152,7 +158,11 @@ def _w_ConsumerGroupMemberMetadataValue_v0(o, w):
     _p.write_compact_string(w, o.client_id)
     _p.write_compact_string(w, o.client_host)
     a = o.subscribed_topic_names
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     _p.write_compact_nullable_string(w, o.subscribed_topic_regex)
@@ -168,7 +178,10 @@ def _w_ConsumerGroupMemberMetadataValue_v0(o, w):
             t.append(1)
             _w_ClassicMemberMetadata_v0(s, t)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ClassicProtocol_v0(buf, pos):
@@ -189,7 +202,10 @@ _T_ClassicProtocol_v0 = {}
 def _w_ClassicProtocol_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_bytes(w, o.metadata)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ClassicMemberMetadata_v0(buf, pos):
@@ -197,7 +213,12 @@ def _r_ClassicMemberMetadata_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.session_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ClassicProtocol_v0(buf, pos)
@@ -216,10 +237,17 @@ _T_ClassicMemberMetadata_v0 = {}
 def _w_ClassicMemberMetadata_v0(o, w):
     w += _S_i.pack(o.session_timeout_ms)
     a = o.supported_protocols
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ClassicProtocol_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupMemberMetadataValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -89,7 +90,12 @@ class TopicMetadata(Struct):
 def _r_ConsumerGroupPartitionMetadataValue_v0(buf, pos):
     o = _new(ConsumerGroupPartitionMetadataValue)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicMetadata_v0(buf, pos)
@@ -107,10 +113,17 @@ _T_ConsumerGroupPartitionMetadataValue_v0 = {}
 
 def _w_ConsumerGroupPartitionMetadataValue_v0(o, w):
     a = o.topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicMetadata_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionMetadata_v0(buf, pos):
@@ -118,7 +131,12 @@ def _r_PartitionMetadata_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -137,10 +155,17 @@ _T_PartitionMetadata_v0 = {}
 def _w_PartitionMetadata_v0(o, w):
     w += _S_i.pack(o.partition)
     a = o.racks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicMetadata_v0(buf, pos):
@@ -151,7 +176,12 @@ def _r_TopicMetadata_v0(buf, pos):
     o.topic_name, pos = _p.read_compact_string(buf, pos)
     o.num_partitions, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_PartitionMetadata_v0(buf, pos)
@@ -172,10 +202,17 @@ def _w_TopicMetadata_v0(o, w):
     _p.write_compact_string(w, o.topic_name)
     w += _S_i.pack(o.num_partitions)
     a = o.partition_metadata
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_PartitionMetadata_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupPartitionMetadataValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -11,6 +12,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ConsumerGroupTargetAssignmentMemberValue(Message):
@@ -59,7 +61,12 @@ class TopicPartition(Struct):
 def _r_ConsumerGroupTargetAssignmentMemberValue_v0(buf, pos):
     o = _new(ConsumerGroupTargetAssignmentMemberValue)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartition_v0(buf, pos)
@@ -77,10 +84,17 @@ _T_ConsumerGroupTargetAssignmentMemberValue_v0 = {}
 
 def _w_ConsumerGroupTargetAssignmentMemberValue_v0(o, w):
     a = o.topic_partitions
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartition_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartition_v0(buf, pos):
@@ -88,7 +102,12 @@ def _r_TopicPartition_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -102,8 +121,16 @@ _T_TopicPartition_v0 = {}
 def _w_TopicPartition_v0(o, w):
     w += _S_u.pack(o.topic_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupTargetAssignmentMemberValue._FIELDS = (

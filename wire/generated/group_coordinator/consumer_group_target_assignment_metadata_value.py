@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -69,7 +70,10 @@ def _w_ConsumerGroupTargetAssignmentMetadataValue_v0(o, w):
         t = bytearray()
         t += _S_q.pack(o.assignment_timestamp)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConsumerGroupTargetAssignmentMetadataValue._FIELDS = (

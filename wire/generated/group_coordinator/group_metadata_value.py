@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -232,7 +233,12 @@ def _r_GroupMetadataValue_v4(buf, pos):
     o.leader, pos = _p.read_compact_nullable_string(buf, pos)
     o.current_state_timestamp, = _S_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_MemberMetadata_v4(buf, pos)
@@ -255,10 +261,17 @@ def _w_GroupMetadataValue_v4(o, w):
     _p.write_compact_nullable_string(w, o.leader)
     w += _S_q.pack(o.current_state_timestamp)
     a = o.members
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_MemberMetadata_v4(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_MemberMetadata_v0(buf, pos):
@@ -361,7 +374,10 @@ def _w_MemberMetadata_v4(o, w):
     w += _S_ii.pack(o.rebalance_timeout, o.session_timeout)
     _p.write_compact_bytes(w, o.subscription)
     _p.write_compact_bytes(w, o.assignment)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 GroupMetadataValue._FIELDS = (

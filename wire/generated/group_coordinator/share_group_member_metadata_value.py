@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -53,7 +54,12 @@ def _r_ShareGroupMemberMetadataValue_v0(buf, pos):
     o.rack_id, pos = _p.read_compact_nullable_string(buf, pos)
     o.client_id, pos = _p.read_compact_string(buf, pos)
     o.client_host, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
@@ -74,10 +80,17 @@ def _w_ShareGroupMemberMetadataValue_v0(o, w):
     _p.write_compact_string(w, o.client_id)
     _p.write_compact_string(w, o.client_host)
     a = o.subscribed_topic_names
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareGroupMemberMetadataValue._FIELDS = (

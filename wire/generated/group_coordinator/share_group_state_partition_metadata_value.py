@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -11,6 +12,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 _S_u = _Struct('>16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class ShareGroupStatePartitionMetadataValue(Message):
@@ -92,19 +94,34 @@ class TopicInfo(Struct):
 def _r_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
     o = _new(ShareGroupStatePartitionMetadataValue)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartitionsInfo_v0(buf, pos)
         a.append(e)
     o.initializing_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicPartitionsInfo_v0(buf, pos)
         a.append(e)
     o.initialized_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
@@ -122,18 +139,33 @@ _T_ShareGroupStatePartitionMetadataValue_v0 = {}
 
 def _w_ShareGroupStatePartitionMetadataValue_v0(o, w):
     a = o.initializing_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartitionsInfo_v0(e, w)
     a = o.initialized_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicPartitionsInfo_v0(e, w)
     a = o.deleting_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicPartitionsInfo_v0(buf, pos):
@@ -142,7 +174,12 @@ def _r_TopicPartitionsInfo_v0(buf, pos):
     o.topic_id, = _S_u.unpack_from(buf, pos)
     pos += 16
     o.topic_name, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -157,8 +194,16 @@ def _w_TopicPartitionsInfo_v0(o, w):
     w += _S_u.pack(o.topic_id)
     _p.write_compact_string(w, o.topic_name)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicInfo_v0(buf, pos):
@@ -180,7 +225,10 @@ _T_TopicInfo_v0 = {}
 def _w_TopicInfo_v0(o, w):
     w += _S_u.pack(o.topic_id)
     _p.write_compact_string(w, o.topic_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareGroupStatePartitionMetadataValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -11,6 +12,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 _S_iib = _Struct('>iib')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class StreamsGroupCurrentMemberAssignmentValue(Message):
@@ -97,37 +99,67 @@ def _r_StreamsGroupCurrentMemberAssignmentValue_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.member_epoch, o.previous_member_epoch, o.state, = _S_iib.unpack_from(buf, pos)
     pos += 9
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.active_tasks = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.standby_tasks = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.warmup_tasks = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.active_tasks_pending_revocation = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
         a.append(e)
     o.standby_tasks_pending_revocation = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TaskIds_v0(buf, pos)
@@ -146,30 +178,57 @@ _T_StreamsGroupCurrentMemberAssignmentValue_v0 = {}
 def _w_StreamsGroupCurrentMemberAssignmentValue_v0(o, w):
     w += _S_iib.pack(o.member_epoch, o.previous_member_epoch, o.state)
     a = o.active_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.standby_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.warmup_tasks
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.active_tasks_pending_revocation
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.standby_tasks_pending_revocation
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
     a = o.warmup_tasks_pending_revocation
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TaskIds_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TaskIds_v0(buf, pos):
@@ -177,7 +236,12 @@ def _r_TaskIds_v0(buf, pos):
     o.assignment_epochs = None
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partitions = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partitions, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -186,7 +250,12 @@ def _r_TaskIds_v0(buf, pos):
 
 
 def _t_TaskIds_v0_0(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.assignment_epochs = None
     else:
@@ -200,7 +269,12 @@ _T_TaskIds_v0 = {0: _t_TaskIds_v0_0}
 def _w_TaskIds_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.partitions
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     tags = []
     if o.assignment_epochs is not None:
         t = bytearray()
@@ -208,9 +282,17 @@ def _w_TaskIds_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupCurrentMemberAssignmentValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -125,7 +126,12 @@ def _r_StreamsGroupMemberMetadataValue_v0(buf, pos):
         o.user_endpoint = None
     else:
         o.user_endpoint, pos = _r_Endpoint_v0(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_KeyValue_v0(buf, pos)
@@ -155,10 +161,17 @@ def _w_StreamsGroupMemberMetadataValue_v0(o, w):
         w.append(1)
         _w_Endpoint_v0(s, w)
     a = o.client_tags
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_KeyValue_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Endpoint_v0(buf, pos):
@@ -180,7 +193,10 @@ _T_Endpoint_v0 = {}
 def _w_Endpoint_v0(o, w):
     _p.write_compact_string(w, o.host)
     w += _S_H.pack(o.port)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_KeyValue_v0(buf, pos):
@@ -201,7 +217,10 @@ _T_KeyValue_v0 = {}
 def _w_KeyValue_v0(o, w):
     _p.write_compact_string(w, o.key)
     _p.write_compact_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupMemberMetadataValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -100,7 +101,12 @@ def _t_StreamsGroupMetadataValue_v0_0(o, buf, pos):
 
 
 def _t_StreamsGroupMetadataValue_v0_1(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.last_assignment_configs = None
     else:
@@ -140,7 +146,11 @@ def _w_StreamsGroupMetadataValue_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             for e in a:
                 _w_LastAssignmentConfig_v0(e, t)
         tags.append((1, t))
@@ -152,7 +162,10 @@ def _w_StreamsGroupMetadataValue_v0(o, w):
         t = bytearray()
         t += _S_i.pack(o.failed_description_topology_epoch)
         tags.append((3, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_LastAssignmentConfig_v0(buf, pos):
@@ -173,7 +186,10 @@ _T_LastAssignmentConfig_v0 = {}
 def _w_LastAssignmentConfig_v0(o, w):
     _p.write_compact_string(w, o.key)
     _p.write_compact_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupMetadataValue._FIELDS = (

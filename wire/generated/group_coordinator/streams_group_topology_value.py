@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -12,6 +13,7 @@ from millpond.wire.primitives import EMPTY, Field, Message, Struct
 _new = object.__new__
 _S_i = _Struct('>i')
 _S_ih = _Struct('>ih')
+_A_h = _p.ARRAY_STRUCTS['h']
 
 
 class StreamsGroupTopologyValue(Message):
@@ -161,7 +163,12 @@ def _r_StreamsGroupTopologyValue_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_Subtopology_v0(buf, pos)
@@ -180,10 +187,17 @@ _T_StreamsGroupTopologyValue_v0 = {}
 def _w_StreamsGroupTopologyValue_v0(o, w):
     w += _S_i.pack(o.epoch)
     a = o.subtopologies
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_Subtopology_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicConfig_v0(buf, pos):
@@ -204,7 +218,10 @@ _T_TopicConfig_v0 = {}
 def _w_TopicConfig_v0(o, w):
     _p.write_compact_string(w, o.key)
     _p.write_compact_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicInfo_v0(buf, pos):
@@ -213,7 +230,12 @@ def _r_TopicInfo_v0(buf, pos):
     o.name, pos = _p.read_compact_string(buf, pos)
     o.partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicConfig_v0(buf, pos)
@@ -233,18 +255,40 @@ def _w_TopicInfo_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ih.pack(o.partitions, o.replication_factor)
     a = o.topic_configs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicConfig_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_CopartitionGroup_v0(buf, pos):
     o = _new(CopartitionGroup)
     o.unknown_tagged_fields = ()
-    o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
-    o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
-    o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.source_topics = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.source_topic_regex = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.source_topic_regex, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.repartition_source_topics = list(_A_h[n].unpack_from(buf, pos + 1))
+        pos += 1 + 2 * n
+    else:
+        o.repartition_source_topics, pos = _p.read_compact_fixed_array(buf, pos, 'h', 2)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -257,49 +301,97 @@ _T_CopartitionGroup_v0 = {}
 
 def _w_CopartitionGroup_v0(o, w):
     a = o.source_topics
-    _p.write_compact_fixed_array(w, a, 'h')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
     a = o.source_topic_regex
-    _p.write_compact_fixed_array(w, a, 'h')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
     a = o.repartition_source_topics
-    _p.write_compact_fixed_array(w, a, 'h')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_h[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'h')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_Subtopology_v0(buf, pos):
     o = _new(Subtopology)
     o.unknown_tagged_fields = ()
     o.subtopology_id, pos = _p.read_compact_string(buf, pos)
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.source_topic_regex = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
         a.append(e)
     o.state_changelog_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _p.read_compact_string(buf, pos)
         a.append(e)
     o.repartition_sink_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_TopicInfo_v0(buf, pos)
         a.append(e)
     o.repartition_source_topics = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_CopartitionGroup_v0(buf, pos)
@@ -318,30 +410,57 @@ _T_Subtopology_v0 = {}
 def _w_Subtopology_v0(o, w):
     _p.write_compact_string(w, o.subtopology_id)
     a = o.source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.source_topic_regex
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.state_changelog_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
     a = o.repartition_sink_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _p.write_compact_string(w, e)
     a = o.repartition_source_topics
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_TopicInfo_v0(e, w)
     a = o.copartition_groups
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_CopartitionGroup_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 StreamsGroupTopologyValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -80,7 +81,10 @@ _T_RequestHeader_v2 = {}
 def _w_RequestHeader_v2(o, w):
     w += _S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     _p.write_nullable_string(w, o.client_id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RequestHeader._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -94,7 +95,10 @@ def _w_AccessControlEntryRecord_v0(o, w):
     _p.write_compact_string(w, o.principal)
     _p.write_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 AccessControlEntryRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -94,7 +95,10 @@ def _w_BrokerRegistrationChangeRecord_v0(o, w):
         t = bytearray()
         t += _S_b.pack(o.fenced)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_v1(buf, pos):
@@ -143,7 +147,10 @@ def _w_BrokerRegistrationChangeRecord_v1(o, w):
         t = bytearray()
         t += _S_b.pack(o.in_controlled_shutdown)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_v2(buf, pos):
@@ -175,7 +182,12 @@ def _t_BrokerRegistrationChangeRecord_v2_1(o, buf, pos):
 
 
 def _t_BrokerRegistrationChangeRecord_v2_2(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
@@ -199,10 +211,17 @@ def _w_BrokerRegistrationChangeRecord_v2(o, w):
     if o.log_dirs is None or len(o.log_dirs) > 0:
         t = bytearray()
         a = o.log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((2, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_v3(buf, pos):
@@ -234,13 +253,23 @@ def _t_BrokerRegistrationChangeRecord_v3_1(o, buf, pos):
 
 
 def _t_BrokerRegistrationChangeRecord_v3_2(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
 
 def _t_BrokerRegistrationChangeRecord_v3_3(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.cordoned_log_dirs = None
     else:
@@ -265,7 +294,11 @@ def _w_BrokerRegistrationChangeRecord_v3(o, w):
     if o.log_dirs is None or len(o.log_dirs) > 0:
         t = bytearray()
         a = o.log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((2, t))
     if o.cordoned_log_dirs is not None:
@@ -274,10 +307,17 @@ def _w_BrokerRegistrationChangeRecord_v3(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             _p.write_uuid_array(t, a)
         tags.append((3, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 BrokerRegistrationChangeRecord._FIELDS = (

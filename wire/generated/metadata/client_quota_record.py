@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -71,7 +72,12 @@ class EntityData(Struct):
 def _r_ClientQuotaRecord_v0(buf, pos):
     o = _new(ClientQuotaRecord)
     o.unknown_tagged_fields = ()
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_EntityData_v0(buf, pos)
@@ -92,12 +98,19 @@ _T_ClientQuotaRecord_v0 = {}
 
 def _w_ClientQuotaRecord_v0(o, w):
     a = o.entity
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_EntityData_v0(e, w)
     _p.write_compact_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_EntityData_v0(buf, pos):
@@ -118,7 +131,10 @@ _T_EntityData_v0 = {}
 def _w_EntityData_v0(o, w):
     _p.write_compact_string(w, o.entity_type)
     _p.write_compact_nullable_string(w, o.entity_name)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ClientQuotaRecord._FIELDS = (

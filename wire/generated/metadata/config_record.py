@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -70,7 +71,10 @@ def _w_ConfigRecord_v0(o, w):
     _p.write_compact_string(w, o.resource_name)
     _p.write_compact_string(w, o.name)
     _p.write_compact_nullable_string(w, o.value)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ConfigRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_b = _Struct('>b')
 _S_i = _Struct('>i')
 _S_iu = _Struct('>i16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class PartitionChangeRecord(Message):
@@ -99,7 +101,12 @@ def _r_PartitionChangeRecord_v0(buf, pos):
 
 
 def _t_PartitionChangeRecord_v0_0(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.isr = None
     else:
@@ -114,7 +121,12 @@ def _t_PartitionChangeRecord_v0_1(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v0_2(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.replicas = None
     else:
@@ -123,7 +135,12 @@ def _t_PartitionChangeRecord_v0_2(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v0_3(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.removing_replicas = None
     else:
@@ -132,7 +149,12 @@ def _t_PartitionChangeRecord_v0_3(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v0_4(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.adding_replicas = None
     else:
@@ -164,7 +186,12 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -176,7 +203,12 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -184,7 +216,12 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -192,13 +229,21 @@ def _w_PartitionChangeRecord_v0(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
         t += _S_b.pack(o.leader_recovery_state)
         tags.append((5, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionChangeRecord_v1(buf, pos):
@@ -223,7 +268,12 @@ def _r_PartitionChangeRecord_v1(buf, pos):
 
 
 def _t_PartitionChangeRecord_v1_0(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.isr = None
     else:
@@ -238,7 +288,12 @@ def _t_PartitionChangeRecord_v1_1(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v1_2(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.replicas = None
     else:
@@ -247,7 +302,12 @@ def _t_PartitionChangeRecord_v1_2(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v1_3(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.removing_replicas = None
     else:
@@ -256,7 +316,12 @@ def _t_PartitionChangeRecord_v1_3(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v1_4(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.adding_replicas = None
     else:
@@ -271,7 +336,12 @@ def _t_PartitionChangeRecord_v1_5(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v1_8(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.directories = None
     else:
@@ -295,7 +365,12 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -307,7 +382,12 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -315,7 +395,12 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -323,7 +408,12 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -335,10 +425,17 @@ def _w_PartitionChangeRecord_v1(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             _p.write_uuid_array(t, a)
         tags.append((8, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionChangeRecord_v2(buf, pos):
@@ -363,7 +460,12 @@ def _r_PartitionChangeRecord_v2(buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_0(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.isr = None
     else:
@@ -378,7 +480,12 @@ def _t_PartitionChangeRecord_v2_1(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_2(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.replicas = None
     else:
@@ -387,7 +494,12 @@ def _t_PartitionChangeRecord_v2_2(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_3(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.removing_replicas = None
     else:
@@ -396,7 +508,12 @@ def _t_PartitionChangeRecord_v2_3(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_4(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.adding_replicas = None
     else:
@@ -411,7 +528,12 @@ def _t_PartitionChangeRecord_v2_5(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_8(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.directories = None
     else:
@@ -420,7 +542,12 @@ def _t_PartitionChangeRecord_v2_8(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_6(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.eligible_leader_replicas = None
     else:
@@ -429,7 +556,12 @@ def _t_PartitionChangeRecord_v2_6(o, buf, pos):
 
 
 def _t_PartitionChangeRecord_v2_7(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.last_known_elr = None
     else:
@@ -449,7 +581,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -461,7 +598,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -469,7 +611,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -477,7 +624,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -489,7 +641,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((6, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -497,7 +654,12 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((7, t))
     if o.directories is not None:
         t = bytearray()
@@ -505,10 +667,17 @@ def _w_PartitionChangeRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             _p.write_uuid_array(t, a)
         tags.append((8, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 PartitionChangeRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -13,6 +14,7 @@ _new = object.__new__
 _S_b = _Struct('>b')
 _S_iii = _Struct('>iii')
 _S_iu = _Struct('>i16s')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class PartitionRecord(Message):
@@ -94,10 +96,30 @@ def _r_PartitionRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.removing_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.adding_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
     if buf[pos] == 0:
@@ -125,20 +147,43 @@ def _w_PartitionRecord_v0(o, w):
         raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 0; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     tags = []
     if o.leader_recovery_state != 0:
         t = bytearray()
         t += _S_b.pack(o.leader_recovery_state)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionRecord_v1(buf, pos):
@@ -149,13 +194,38 @@ def _r_PartitionRecord_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.removing_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.adding_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.directories, pos = _p.read_uuid_array(buf, pos, n)
     if buf[pos] == 0:
         pos += 1
@@ -180,23 +250,50 @@ def _w_PartitionRecord_v1(o, w):
         raise _p.EncodeError('PartitionRecord.last_known_elr cannot be sent at version 1; leave it at its default')
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a = o.directories
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     _p.write_uuid_array(w, a)
     tags = []
     if o.leader_recovery_state != 0:
         t = bytearray()
         t += _S_b.pack(o.leader_recovery_state)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionRecord_v2(buf, pos):
@@ -207,13 +304,38 @@ def _r_PartitionRecord_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.partition_id, o.topic_id, = _S_iu.unpack_from(buf, pos)
     pos += 20
-    o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
-    o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.isr = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.isr, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.removing_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.removing_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.adding_replicas = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.adding_replicas, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     o.leader, o.leader_epoch, o.partition_epoch, = _S_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.directories, pos = _p.read_uuid_array(buf, pos, n)
     if buf[pos] == 0:
         pos += 1
@@ -229,7 +351,12 @@ def _t_PartitionRecord_v2_0(o, buf, pos):
 
 
 def _t_PartitionRecord_v2_1(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.eligible_leader_replicas = None
     else:
@@ -238,7 +365,12 @@ def _t_PartitionRecord_v2_1(o, buf, pos):
 
 
 def _t_PartitionRecord_v2_2(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.last_known_elr = None
     else:
@@ -252,16 +384,40 @@ _T_PartitionRecord_v2 = {0: _t_PartitionRecord_v2_0, 1: _t_PartitionRecord_v2_1,
 def _w_PartitionRecord_v2(o, w):
     w += _S_iu.pack(o.partition_id, o.topic_id)
     a = o.replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.isr
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.removing_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     a = o.adding_replicas
-    _p.write_compact_fixed_array(w, a, 'i')
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
     w += _S_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a = o.directories
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     _p.write_uuid_array(w, a)
     tags = []
     if o.leader_recovery_state != 0:
@@ -274,7 +430,12 @@ def _w_PartitionRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((1, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -282,9 +443,17 @@ def _w_PartitionRecord_v2(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_fixed_array(t, a, 'i')
+            n = len(a)
+            if n < 64:
+                t.append(n + 1)
+                t += _A_i[n].pack(*a)
+            else:
+                _p.write_compact_fixed_array(t, a, 'i')
         tags.append((2, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 PartitionRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -143,13 +144,23 @@ def _r_RegisterBrokerRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.incarnation_id, o.broker_epoch, = _S_iuq.unpack_from(buf, pos)
     pos += 28
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerFeature_v0(buf, pos)
@@ -179,16 +190,27 @@ def _w_RegisterBrokerRecord_v0(o, w):
         raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 0; leave it at its default')
     w += _S_iuq.pack(o.broker_id, o.incarnation_id, o.broker_epoch)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerFeature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_o.pack(o.fenced)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RegisterBrokerRecord_v1(buf, pos):
@@ -199,13 +221,23 @@ def _r_RegisterBrokerRecord_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.incarnation_id, o.broker_epoch, = _S_iuq.unpack_from(buf, pos)
     pos += 28
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerFeature_v0(buf, pos)
@@ -233,16 +265,27 @@ def _w_RegisterBrokerRecord_v1(o, w):
         raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 1; leave it at its default')
     w += _S_iuq.pack(o.broker_id, o.incarnation_id, o.broker_epoch)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerFeature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_oo.pack(o.fenced, o.in_controlled_shutdown)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RegisterBrokerRecord_v2(buf, pos):
@@ -252,13 +295,23 @@ def _r_RegisterBrokerRecord_v2(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch, = _S_iouq.unpack_from(buf, pos)
     pos += 29
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerFeature_v0(buf, pos)
@@ -284,16 +337,27 @@ def _w_RegisterBrokerRecord_v2(o, w):
         raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 2; leave it at its default')
     w += _S_iouq.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerFeature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
     w += _S_oo.pack(o.fenced, o.in_controlled_shutdown)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RegisterBrokerRecord_v3(buf, pos):
@@ -303,13 +367,23 @@ def _r_RegisterBrokerRecord_v3(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch, = _S_iouq.unpack_from(buf, pos)
     pos += 29
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerFeature_v0(buf, pos)
@@ -326,7 +400,12 @@ def _r_RegisterBrokerRecord_v3(buf, pos):
 
 
 def _t_RegisterBrokerRecord_v3_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
@@ -339,11 +418,19 @@ def _w_RegisterBrokerRecord_v3(o, w):
         raise _p.EncodeError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 3; leave it at its default')
     w += _S_iouq.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerFeature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
@@ -352,10 +439,17 @@ def _w_RegisterBrokerRecord_v3(o, w):
     if o.log_dirs is None or len(o.log_dirs) > 0:
         t = bytearray()
         a = o.log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RegisterBrokerRecord_v4(buf, pos):
@@ -365,13 +459,23 @@ def _r_RegisterBrokerRecord_v4(buf, pos):
     o.unknown_tagged_fields = ()
     o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch, = _S_iouq.unpack_from(buf, pos)
     pos += 29
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_BrokerFeature_v0(buf, pos)
@@ -388,13 +492,23 @@ def _r_RegisterBrokerRecord_v4(buf, pos):
 
 
 def _t_RegisterBrokerRecord_v4_0(o, buf, pos):
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     o.log_dirs, pos = _p.read_uuid_array(buf, pos, n)
     return pos
 
 
 def _t_RegisterBrokerRecord_v4_1(o, buf, pos):
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.cordoned_log_dirs = None
     else:
@@ -408,11 +522,19 @@ _T_RegisterBrokerRecord_v4 = {0: _t_RegisterBrokerRecord_v4_0, 1: _t_RegisterBro
 def _w_RegisterBrokerRecord_v4(o, w):
     w += _S_iouq.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_BrokerFeature_v0(e, w)
     _p.write_compact_nullable_string(w, o.rack)
@@ -421,7 +543,11 @@ def _w_RegisterBrokerRecord_v4(o, w):
     if o.log_dirs is None or len(o.log_dirs) > 0:
         t = bytearray()
         a = o.log_dirs
-        _p.write_compact_array_len(t, len(a))
+        n = len(a)
+        if n < 0x7F:
+            t.append(n + 1)
+        else:
+            _p.write_compact_array_len(t, n)
         _p.write_uuid_array(t, a)
         tags.append((0, t))
     if o.cordoned_log_dirs is not None:
@@ -430,10 +556,17 @@ def _w_RegisterBrokerRecord_v4(o, w):
         if a is None:
             t.append(0)
         else:
-            _p.write_compact_array_len(t, len(a))
+            n = len(a)
+            if n < 0x7F:
+                t.append(n + 1)
+            else:
+                _p.write_compact_array_len(t, n)
             _p.write_uuid_array(t, a)
         tags.append((1, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerEndpoint_v0(buf, pos):
@@ -457,7 +590,10 @@ def _w_BrokerEndpoint_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_BrokerFeature_v0(buf, pos):
@@ -479,7 +615,10 @@ _T_BrokerFeature_v0 = {}
 def _w_BrokerFeature_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RegisterBrokerRecord._FIELDS = (

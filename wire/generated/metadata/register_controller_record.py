@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -112,13 +113,23 @@ def _r_RegisterControllerRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.controller_id, o.incarnation_id, o.zk_migration_ready, = _S_iuo.unpack_from(buf, pos)
     pos += 21
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ControllerEndpoint_v0(buf, pos)
         a.append(e)
     o.end_points = a
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_ControllerFeature_v0(buf, pos)
@@ -137,14 +148,25 @@ _T_RegisterControllerRecord_v0 = {}
 def _w_RegisterControllerRecord_v0(o, w):
     w += _S_iuo.pack(o.controller_id, o.incarnation_id, o.zk_migration_ready)
     a = o.end_points
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ControllerEndpoint_v0(e, w)
     a = o.features
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_ControllerFeature_v0(e, w)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ControllerEndpoint_v0(buf, pos):
@@ -168,7 +190,10 @@ def _w_ControllerEndpoint_v0(o, w):
     _p.write_compact_string(w, o.name)
     _p.write_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_ControllerFeature_v0(buf, pos):
@@ -190,7 +215,10 @@ _T_ControllerFeature_v0 = {}
 def _w_ControllerFeature_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RegisterControllerRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -84,7 +85,10 @@ def _w_UserScramCredentialRecord_v0(o, w):
     _p.write_compact_bytes(w, o.stored_key)
     _p.write_compact_bytes(w, o.server_key)
     w += _S_i.pack(o.iterations)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 UserScramCredentialRecord._FIELDS = (

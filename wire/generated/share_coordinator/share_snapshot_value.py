@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -100,7 +101,12 @@ def _r_ShareSnapshotValue_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.snapshot_epoch, o.state_epoch, o.leader_epoch, o.start_offset, o.create_timestamp, o.write_timestamp, = _S_iiiqqq.unpack_from(buf, pos)
     pos += 36
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_StateBatch_v0(buf, pos)
@@ -125,7 +131,11 @@ _T_ShareSnapshotValue_v0 = {0: _t_ShareSnapshotValue_v0_0}
 def _w_ShareSnapshotValue_v0(o, w):
     w += _S_iiiqqq.pack(o.snapshot_epoch, o.state_epoch, o.leader_epoch, o.start_offset, o.create_timestamp, o.write_timestamp)
     a = o.state_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_StateBatch_v0(e, w)
     tags = []
@@ -133,7 +143,10 @@ def _w_ShareSnapshotValue_v0(o, w):
         t = bytearray()
         t += _S_i.pack(o.delivery_complete_count)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StateBatch_v0(buf, pos):
@@ -153,7 +166,10 @@ _T_StateBatch_v0 = {}
 
 def _w_StateBatch_v0(o, w):
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareSnapshotValue._FIELDS = (

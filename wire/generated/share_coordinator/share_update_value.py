@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -88,7 +89,12 @@ def _r_ShareUpdateValue_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.snapshot_epoch, o.leader_epoch, o.start_offset, = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_StateBatch_v0(buf, pos)
@@ -113,7 +119,11 @@ _T_ShareUpdateValue_v0 = {0: _t_ShareUpdateValue_v0_0}
 def _w_ShareUpdateValue_v0(o, w):
     w += _S_iiq.pack(o.snapshot_epoch, o.leader_epoch, o.start_offset)
     a = o.state_batches
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_StateBatch_v0(e, w)
     tags = []
@@ -121,7 +131,10 @@ def _w_ShareUpdateValue_v0(o, w):
         t = bytearray()
         t += _S_i.pack(o.delivery_complete_count)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_StateBatch_v0(buf, pos):
@@ -141,7 +154,10 @@ _T_StateBatch_v0 = {}
 
 def _w_StateBatch_v0(o, w):
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 ShareUpdateValue._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -155,7 +156,12 @@ def _r_RemoteLogSegmentMetadataRecord_v0(buf, pos):
     o.remote_log_segment_id, pos = _r_RemoteLogSegmentIdEntry_v0(buf, pos)
     o.start_offset, o.end_offset, o.broker_id, o.max_timestamp_ms, o.event_timestamp_ms, = _S_qqiqq.unpack_from(buf, pos)
     pos += 36
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_SegmentLeaderEpochEntry_v0(buf, pos)
@@ -186,7 +192,11 @@ def _w_RemoteLogSegmentMetadataRecord_v0(o, w):
     _w_RemoteLogSegmentIdEntry_v0(o.remote_log_segment_id, w)
     w += _S_qqiqq.pack(o.start_offset, o.end_offset, o.broker_id, o.max_timestamp_ms, o.event_timestamp_ms)
     a = o.segment_leader_epochs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_SegmentLeaderEpochEntry_v0(e, w)
     w += _S_i.pack(o.segment_size_in_bytes)
@@ -197,7 +207,10 @@ def _w_RemoteLogSegmentMetadataRecord_v0(o, w):
         t = bytearray()
         t += _S_o.pack(o.txn_index_empty)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicIdPartitionEntry_v0(buf, pos):
@@ -219,7 +232,10 @@ _T_TopicIdPartitionEntry_v0 = {}
 def _w_TopicIdPartitionEntry_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ui.pack(o.id, o.partition)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RemoteLogSegmentIdEntry_v0(buf, pos):
@@ -241,7 +257,10 @@ _T_RemoteLogSegmentIdEntry_v0 = {}
 def _w_RemoteLogSegmentIdEntry_v0(o, w):
     _w_TopicIdPartitionEntry_v0(o.topic_id_partition, w)
     w += _S_u.pack(o.id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SegmentLeaderEpochEntry_v0(buf, pos):
@@ -261,7 +280,10 @@ _T_SegmentLeaderEpochEntry_v0 = {}
 
 def _w_SegmentLeaderEpochEntry_v0(o, w):
     w += _S_iq.pack(o.leader_epoch, o.offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RemoteLogSegmentMetadataRecord._FIELDS = (

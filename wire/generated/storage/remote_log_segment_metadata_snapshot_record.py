@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -106,7 +107,12 @@ def _r_RemoteLogSegmentMetadataSnapshotRecord_v0(buf, pos):
     o.unknown_tagged_fields = ()
     o.segment_id, o.start_offset, o.end_offset, o.broker_id, o.max_timestamp_ms, o.event_timestamp_ms, = _S_uqqiqq.unpack_from(buf, pos)
     pos += 52
-    n, pos = _p.read_compact_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_array_len(buf, pos)
     a = []
     for _ in range(n):
         e, pos = _r_SegmentLeaderEpochEntry_v0(buf, pos)
@@ -136,7 +142,11 @@ _T_RemoteLogSegmentMetadataSnapshotRecord_v0 = {0: _t_RemoteLogSegmentMetadataSn
 def _w_RemoteLogSegmentMetadataSnapshotRecord_v0(o, w):
     w += _S_uqqiqq.pack(o.segment_id, o.start_offset, o.end_offset, o.broker_id, o.max_timestamp_ms, o.event_timestamp_ms)
     a = o.segment_leader_epochs
-    _p.write_compact_array_len(w, len(a))
+    n = len(a)
+    if n < 0x7F:
+        w.append(n + 1)
+    else:
+        _p.write_compact_array_len(w, n)
     for e in a:
         _w_SegmentLeaderEpochEntry_v0(e, w)
     w += _S_i.pack(o.segment_size_in_bytes)
@@ -147,7 +157,10 @@ def _w_RemoteLogSegmentMetadataSnapshotRecord_v0(o, w):
         t = bytearray()
         t += _S_o.pack(o.txn_index_empty)
         tags.append((0, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_SegmentLeaderEpochEntry_v0(buf, pos):
@@ -167,7 +180,10 @@ _T_SegmentLeaderEpochEntry_v0 = {}
 
 def _w_SegmentLeaderEpochEntry_v0(o, w):
     w += _S_iq.pack(o.leader_epoch, o.offset)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RemoteLogSegmentMetadataSnapshotRecord._FIELDS = (

@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -124,7 +125,10 @@ def _w_RemoteLogSegmentMetadataUpdateRecord_v0(o, w):
     w += _S_iq.pack(o.broker_id, o.event_timestamp_ms)
     _p.write_compact_nullable_bytes(w, o.custom_metadata)
     w += _S_b.pack(o.remote_log_segment_state)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicIdPartitionEntry_v0(buf, pos):
@@ -146,7 +150,10 @@ _T_TopicIdPartitionEntry_v0 = {}
 def _w_TopicIdPartitionEntry_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ui.pack(o.id, o.partition)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_RemoteLogSegmentIdEntry_v0(buf, pos):
@@ -168,7 +175,10 @@ _T_RemoteLogSegmentIdEntry_v0 = {}
 def _w_RemoteLogSegmentIdEntry_v0(o, w):
     _w_TopicIdPartitionEntry_v0(o.topic_id_partition, w)
     w += _S_u.pack(o.id)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RemoteLogSegmentMetadataUpdateRecord._FIELDS = (

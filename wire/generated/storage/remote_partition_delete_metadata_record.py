@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -92,7 +93,10 @@ _T_RemotePartitionDeleteMetadataRecord_v0 = {}
 def _w_RemotePartitionDeleteMetadataRecord_v0(o, w):
     _w_TopicIdPartitionEntry_v0(o.topic_id_partition, w)
     w += _S_iqb.pack(o.broker_id, o.event_timestamp_ms, o.remote_partition_delete_state)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_TopicIdPartitionEntry_v0(buf, pos):
@@ -114,7 +118,10 @@ _T_TopicIdPartitionEntry_v0 = {}
 def _w_TopicIdPartitionEntry_v0(o, w):
     _p.write_compact_string(w, o.name)
     w += _S_ui.pack(o.id, o.partition)
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 RemotePartitionDeleteMetadataRecord._FIELDS = (

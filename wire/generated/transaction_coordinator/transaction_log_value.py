@@ -4,6 +4,7 @@
 # fmt: off
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
@@ -14,6 +15,7 @@ _S_h = _Struct('>h')
 _S_q = _Struct('>q')
 _S_qhib = _Struct('>qhib')
 _S_qq = _Struct('>qq')
+_A_i = _p.ARRAY_STRUCTS['i']
 
 
 class TransactionLogValue(Message):
@@ -151,7 +153,12 @@ def _r_TransactionLogValue_v1(buf, pos):
     o.unknown_tagged_fields = ()
     o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status, = _S_qhib.unpack_from(buf, pos)
     pos += 15
-    n, pos = _p.read_compact_nullable_array_len(buf, pos)
+    n = buf[pos]
+    if 0 < n < 0x80 and n <= len(buf) - pos:
+        pos += 1
+        n -= 1
+    else:
+        n, pos = _p.read_compact_nullable_array_len(buf, pos)
     if n < 0:
         o.transaction_partitions = None
     else:
@@ -202,7 +209,11 @@ def _w_TransactionLogValue_v1(o, w):
     if a is None:
         w.append(0)
     else:
-        _p.write_compact_array_len(w, len(a))
+        n = len(a)
+        if n < 0x7F:
+            w.append(n + 1)
+        else:
+            _p.write_compact_array_len(w, n)
         for e in a:
             _w_PartitionsSchema_v1(e, w)
     w += _S_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
@@ -223,7 +234,10 @@ def _w_TransactionLogValue_v1(o, w):
         t = bytearray()
         t += _S_h.pack(o.next_producer_epoch)
         tags.append((3, t))
-    _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    if tags or o.unknown_tagged_fields:
+        _p.write_tagged_fields(w, tags, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 def _r_PartitionsSchema_v0(buf, pos):
@@ -246,7 +260,12 @@ def _r_PartitionsSchema_v1(buf, pos):
     o = _new(PartitionsSchema)
     o.unknown_tagged_fields = ()
     o.topic, pos = _p.read_compact_string(buf, pos)
-    o.partition_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
+    n = buf[pos] - 1
+    if 0 <= n < 64:
+        o.partition_ids = list(_A_i[n].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n
+    else:
+        o.partition_ids, pos = _p.read_compact_fixed_array(buf, pos, 'i', 4)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -260,8 +279,16 @@ _T_PartitionsSchema_v1 = {}
 def _w_PartitionsSchema_v1(o, w):
     _p.write_compact_string(w, o.topic)
     a = o.partition_ids
-    _p.write_compact_fixed_array(w, a, 'i')
-    _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    n = len(a)
+    if n < 64:
+        w.append(n + 1)
+        w += _A_i[n].pack(*a)
+    else:
+        _p.write_compact_fixed_array(w, a, 'i')
+    if o.unknown_tagged_fields:
+        _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
+    else:
+        w.append(0)
 
 
 TransactionLogValue._FIELDS = (

@@ -24,10 +24,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-
-# confluent_kafka.admin re-exports these without __all__, which mypy --strict rejects; this
-# import path is the one confluent-kafka documents.
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -59,7 +59,7 @@ from typing import Any
 from millpond.wire.generated.api import fetch_response as mfetch
 from millpond.wire.generated.api import metadata_response as mmeta
 from millpond.wire.generated.api import produce_request as mproduce
-from millpond.wire.primitives import Message
+from millpond.wire.message import Message
 from millpond.wire.records import NewRecord, build_batch, iter_batches
 
 KIO_PURE = "0.5.0"  # the last release without a native reader

@@ -26,13 +26,8 @@ from millpond.wire.exceptions import (
     WireError,
 )
 from millpond.wire.headers import RequestHeader, ResponseHeader
-from millpond.wire.primitives import (
-    DECODE_FAILURES,
-    ENCODE_FAILURES,
-    Buffer,
-    Message,
-    Struct,
-)
+from millpond.wire.message import Message, Struct
+from millpond.wire.primitives import DECODE_FAILURES, ENCODE_FAILURES, Buffer
 
 __all__ = [
     "APIS",

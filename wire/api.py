@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from millpond.wire.generated.api import SPECS, ApiKey
-from millpond.wire.primitives import Message, SpecInfo
+from millpond.wire.message import Message, SpecInfo
 
 __all__ = ["APIS", "ApiInfo", "ApiKey", "api_info", "load_message_class"]
 

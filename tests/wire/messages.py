@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from millpond.wire.generated import PACKAGES
-from millpond.wire.primitives import Field, Message, SpecInfo, Struct
+from millpond.wire.message import Field, Message, SpecInfo, Struct
 
 INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -66,7 +66,8 @@ from millpond.wire import (
 )
 from millpond.wire.api import ApiInfo
 from millpond.wire.codegen.layout import FIXED_SIZES
-from millpond.wire.primitives import Buffer, Struct
+from millpond.wire.message import Struct
+from millpond.wire.primitives import Buffer
 from millpond.wire.varint import encode_uvarint
 from tests.wire.messages import all_message_versions, struct_values
 

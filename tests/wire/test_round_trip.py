@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from millpond.wire.primitives import Message
+from millpond.wire.message import Message
 from tests.wire.messages import all_message_versions, struct_values
 
 PAIRS = all_message_versions()

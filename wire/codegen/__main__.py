@@ -78,7 +78,7 @@ def generate(spec_dir: Path) -> dict[Path, str]:
         files[OUTPUT / package / "__init__.py"] = (
             f'"""{_PACKAGE_DOCS[package]}\n\n{_NOTICE}\n"""\n\n'
             + ("from enum import IntEnum\n\n" if package == "api" else "")
-            + "from millpond.wire.primitives import SpecInfo\n\n"
+            + "from millpond.wire.message import SpecInfo\n\n"
             + f"SPECS = (\n{_spec_table(rows)}\n)\n"
             + (_api_key_enum(rows) if package == "api" else "")
         )

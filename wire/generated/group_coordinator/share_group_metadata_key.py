@@ -8,7 +8,7 @@ from operator import attrgetter as _attrgetter
 from struct import Struct as _Struct
 
 from millpond.wire import primitives as _p
-from millpond.wire.primitives import EMPTY, Field, Message, Struct
+from millpond.wire.message import EMPTY, Field, Message, Struct
 
 _new = object.__new__
 

@@ -7,7 +7,11 @@ here: variable-length strings, bytes, records and array lengths in their classic
 (int16/int32 length) and compact (unsigned varint length + 1) forms, tagged-field
 and nullable-struct markers. The base classes live in :mod:`millpond.wire.message`.
 
-Readers take ``(buf, pos)`` and return ``(value, new_pos)``. They check every length
+Readers take ``(buf, pos)`` and return ``(value, new_pos)``. They are as lenient as
+Kafka's own where Kafka is lenient: any negative length of a nullable field means
+null, and invalid UTF-8 in a string becomes U+FFFD (what Java's decoder does), so
+the broker answers such a request with an error code where Kafka does, instead of
+closing the connection. They check every length
 against the bytes that remain *before* allocating, as Kafka's own generated readers
 do, so a hostile length can never make us allocate more than the frame holds.
 Truncation surfaces as :class:`struct.error`, :class:`IndexError` or
@@ -57,19 +61,17 @@ def read_string(buf: Buffer, pos: int) -> tuple[str, int]:
     pos += 2
     end = pos + n
     _need(buf, end, "string")
-    return str(buf[pos:end], "utf-8"), end
+    return str(buf[pos:end], "utf-8", "replace"), end
 
 
 def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     (n,) = _I16.unpack_from(buf, pos)
     pos += 2
     if n < 0:
-        if n != -1:
-            raise DecodeError(f"nullable string has length {n}")
         return None, pos
     end = pos + n
     _need(buf, end, "string")
-    return str(buf[pos:end], "utf-8"), end
+    return str(buf[pos:end], "utf-8", "replace"), end
 
 
 # Strings are at most 0x7fff bytes in every encoding: Kafka's readers refuse longer
@@ -90,7 +92,7 @@ def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
         raise DecodeError("non-nullable compact string is null")
     end = pos + n - 1
     _need(buf, end, "compact string")
-    return str(buf[pos:end], "utf-8"), end
+    return str(buf[pos:end], "utf-8", "replace"), end
 
 
 def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
@@ -105,7 +107,7 @@ def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int
         return None, pos
     end = pos + n - 1
     _need(buf, end, "compact string")
-    return str(buf[pos:end], "utf-8"), end
+    return str(buf[pos:end], "utf-8", "replace"), end
 
 
 def _encode_str(value: str, limit: int) -> bytes:
@@ -162,8 +164,6 @@ def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     (n,) = _I32.unpack_from(buf, pos)
     pos += 4
     if n < 0:
-        if n != -1:
-            raise DecodeError(f"nullable bytes field has length {n}")
         return None, pos
     end = pos + n
     _need(buf, end, "bytes field")
@@ -201,8 +201,6 @@ def read_records(buf: Buffer, pos: int) -> tuple[memoryview | None, int]:
     (n,) = _I32.unpack_from(buf, pos)
     pos += 4
     if n < 0:
-        if n != -1:
-            raise DecodeError(f"records field has length {n}")
         return None, pos
     end = pos + n
     _need(buf, end, "records field")
@@ -274,8 +272,6 @@ def read_nullable_array_len(buf: Buffer, pos: int) -> tuple[int, int]:
     (n,) = _I32.unpack_from(buf, pos)
     pos += 4
     if n < 0:
-        if n != -1:
-            raise DecodeError(f"nullable array has length {n}")
         return -1, pos
     if n > len(buf) - pos:
         raise DecodeError(f"array of {n} elements but only {len(buf) - pos} bytes remain")

@@ -23,13 +23,16 @@ from millpond.wire import (
     DecodeError,
     FrameTooLargeError,
     Message,
+    RequestHeader,
     UnsupportedVersionError,
     decode_request,
     decode_request_header,
     decode_response,
+    encode_request,
 )
 from millpond.wire.codegen.layout import FIXED_SIZES
 from millpond.wire.framing import FrameReader, frame
+from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
 from millpond.wire.varint import encode_uvarint
 from tests.wire.test_malformed import (
     MEMORY_SLACK,
@@ -66,9 +69,10 @@ def hostile_encodings(slot: Slot, remaining: int) -> Iterator[tuple[str, bytes]]
     if slot.width in ("int16", "int32"):
         width = 2 if slot.width == "int16" else 4
         top = 2 ** (8 * width - 1)
-        values = [-2, -top, top - 1, remaining + 1]
+        values = [top - 1, remaining + 1]
         if not slot.nullable:
-            values.append(-1)
+            # A nullable field reads any negative length as null, as Kafka does.
+            values += [-1, -2, -top]
         for v in values:
             if -top <= v < top:
                 yield f"{slot.width} length {v}", v.to_bytes(width, "big", signed=True)
@@ -354,12 +358,25 @@ def test_frames_shorter_than_a_header() -> None:
             decode_response(bytes(size), 3, 12)
 
 
+def test_invalid_utf8_is_replaced_as_kafka_does() -> None:
+    header = RequestHeader(request_api_key=18, request_api_version=3, correlation_id=1)
+    data = encode_request(header, ApiVersionsRequest(client_software_name="ab"))
+    at = data.index(b"ab")
+    broken = data[:at] + b"\xff\xfe" + data[at + 2 :]
+    body = decode_request(broken)[1]
+    assert isinstance(body, ApiVersionsRequest)
+    assert body.client_software_name == "\ufffd\ufffd"
+
+
 def test_client_id_lengths() -> None:
     sk = next(s for s in skeletons() if s.case.kind == "request")
-    for length, ok in [(-1, True), (0, True), (-2, False), (-32768, False), (32767, False)]:
+    # Any negative length is a null client id, as in Kafka's reader.
+    for length, ok in [(-1, True), (0, True), (-2, True), (-32768, True), (32767, False)]:
         data = sk.case.frame[:8] + struct.pack(">h", length) + sk.case.frame[10:]
         if ok:
             sk.case.decode(data)
+            if length < 0:
+                assert decode_request(data)[0].client_id is None
         else:
             with pytest.raises(DecodeError):
                 sk.case.decode(data)

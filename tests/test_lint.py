@@ -21,7 +21,14 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         ["ruff", "check", "."],
         ["ruff", "format", "--check", "."],
-        ["mypy", *(d for d in ("millpond", "tests", "tools", "bench") if (REPO / d).is_dir())],
+        [
+            "mypy",
+            *(
+                d
+                for d in ("millpond", "tests", "tools", "bench", "compat_tests")
+                if (REPO / d).is_dir()
+            ),
+        ],
     ],
     ids=["ruff-check", "ruff-format", "mypy-strict"],
 )

@@ -11,7 +11,6 @@ Central, npm, PyPI and the Go proxy, and takes a few minutes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -25,43 +24,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat_tests.kafka.reference import (
+    KAFKA_VERSION,
+    Ports,
+    free_port,
+    install,
+    kafka_classpath,
+    start_broker,
+)
 from tools.capture import goldens
 from tools.capture.apis import api_name
-from tools.capture.broker import KafkaBroker, Ports, free_port
 from tools.capture.proxy import Frame, RecordingProxy
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-CACHE = Path(os.environ.get("MILLPOND_CAPTURE_CACHE", Path.home() / ".cache/millpond/kafka-4.4"))
-KAFKA_VERSION = "4.4.0"
 BROKER_LABEL = "kafka-broker"
 IGNORED_LABEL = "unlabelled"  # connections opened while no driver runs
 DRIVER_TIMEOUT_S = 300
-
-
-def kafka_classpath() -> str:
-    """Jar directory for Kafka 4.4 from Maven Central, refreshed when pom.xml changes."""
-    pom = HERE / "pom.xml"
-    stamp = CACHE / "pom.sha256"
-    lib = CACHE / "lib"
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()
-    if not (stamp.exists() and stamp.read_text() == digest and lib.is_dir()):
-        shutil.rmtree(lib, ignore_errors=True)
-        run(
-            [
-                "mvn",
-                "-q",
-                "-B",
-                "-f",
-                str(pom),
-                "dependency:copy-dependencies",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={lib}",
-            ],
-            timeout=900,
-        )
-        stamp.write_text(digest)
-    return os.pathsep.join(str(p) for p in sorted(lib.glob("*.jar")))
 
 
 def run(cmd: list[str], timeout: float, cwd: Path | None = None) -> None:
@@ -151,6 +130,7 @@ def run_driver(cmd: list[str], log: Path) -> int:
 
 def capture(drivers: list[Driver], work: Path) -> tuple[list[Frame], dict[str, int]]:
     """Start proxy and broker, run the drivers, stop both; return every frame recorded."""
+    install()  # Kafka's jars from Maven Central, unless already there
     cp = kafka_classpath()
     build_java(cp, work)
     for d in drivers:
@@ -168,13 +148,13 @@ def capture(drivers: list[Driver], work: Path) -> tuple[list[Frame], dict[str, i
             proxy.listen(bind.internal, BROKER_LABEL),
             proxy.listen(bind.controller, BROKER_LABEL),
         )
-        broker_cp = f"{cp}{os.pathsep}{work / 'java-classes'}"
         reporter = {"metric.reporters": "TelemetrySink"}
-        with KafkaBroker(broker_cp, work / "kafka", ports, reporter) as broker:
-            t0 = time.monotonic()
-            broker.start()
+        t0 = time.monotonic()
+        with start_broker(
+            work / "kafka", ports=ports, config=reporter, extra_classpath=[work / "java-classes"]
+        ) as broker:
             print(f"kafka ready in {time.monotonic() - t0:.1f}s", flush=True)
-            bootstrap = f"127.0.0.1:{ports.adv_plaintext}"
+            bootstrap = broker.bootstrap
             for d in drivers:
                 proxy.label = d.label
                 t0 = time.monotonic()
@@ -246,7 +226,7 @@ Central, npm, PyPI and the Go proxy; about two minutes):
     .venv/bin/pip install -e '.[capture]'
     .venv/bin/python -m tools.capture.run --out tests/wire/golden
 
-Kafka's jars go to `~/.cache/millpond/kafka-4.4` (or `$MILLPOND_CAPTURE_CACHE`); driver logs, the
+Kafka's jars go to `~/.cache/millpond/kafka-4.4` (or `$MILLPOND_KAFKA_CACHE`); driver logs, the
 broker log and `frames.tsv` (every frame seen, kept or not) go to a temporary directory that the
 run prints.
 

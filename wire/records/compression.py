@@ -11,7 +11,8 @@ here by hand:
   header, then ``[int32 big-endian length][raw snappy block]`` chunks); librdkafka
   writes and reads both that and one plain raw snappy block. We write xerial, the
   form every client reads, and accept both.
-- lz4: the LZ4 *frame* format (magic ``0x184D2204``), blocks independent. Legacy
+- lz4: the LZ4 *frame* format (magic ``0x184D2204``) with independent blocks (Java's
+  reader refuses linked ones). Legacy
   magic 0 batches carry a broken header checksum (KAFKA-3160); see
   :mod:`millpond.wire.records.lz4frame`.
 - zstd: a zstd frame (magic v2 batches only).
@@ -84,7 +85,11 @@ def compress(codec: Compression | int, data: Buffer, *, level: int | None = None
     if codec is Compression.SNAPPY:
         return xerial_snappy_compress(data)
     if codec is Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data, level=level))
+        # Independent blocks: Kafka's Java reader refuses linked ones ("Dependent block
+        # stream is unsupported"), which cramjam's one-shot compress would write.
+        compressor = cramjam.lz4.Compressor(level, block_linked=False)
+        compressor.compress(bytes(data))
+        return bytes(compressor.finish())
     return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
 
 

@@ -6,11 +6,12 @@ Everything here reads batch *headers* only (the 61 bytes :mod:`millpond.wire.rec
 describes), never records, except :meth:`LogSegment.find_offset_by_timestamp`, which
 decodes the one batch that holds the answer (ListOffsets is not a hot path).
 
-Index entries, as Kafka's segment adds them: one at most per append call, once more
-than ``index.interval.bytes`` were appended since the last entry; the entry maps the
-*last* offset of the appended chunk to the position where the chunk starts (a lookup
-finds the greatest indexed offset <= the target, and the chunk holding the target
-starts at or after that position). Recovery rebuilds them per batch by the same rule.
+Index entries, as Kafka 4's segment adds them: per batch, once more than
+``index.interval.bytes`` were written since the last entry; the entry maps the batch's
+*last* offset to the position where the batch starts (a lookup finds the greatest
+indexed offset <= the target, and the batch holding the target starts at or after
+that position). Recovery rebuilds them by the same rule, so a rebuilt index equals
+the one written on append (and Kafka's own, byte for byte).
 
 Failures: a write that raises is undone (the file is cut back to where the append
 started) before the error propagates, so the segment never holds a partial batch that

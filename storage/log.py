@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
@@ -138,6 +139,10 @@ class Log:
     @property
     def size(self) -> int:
         return sum(s.size for s in self._segments)
+
+    @property
+    def file_system(self) -> FileSystem:
+        return self._fs
 
     # -- append ----------------------------------------------------------------------------
 
@@ -446,6 +451,40 @@ class Log:
         for segment in ready:
             segment.delete()
         return len(ready)
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def replace_segments(
+        self, old: Sequence[LogSegment], new_bases: Sequence[int], install: Callable[[], None]
+    ) -> None:
+        """Compaction's swap (:mod:`millpond.storage.cleaner.swap`): retire ``old``, a run
+        of live inactive segments, as retention does (``.deleted``, files kept open for
+        file.delete.delay.ms so regions already handed out stay valid), call ``install``
+        (which gives the new segments their final names), open the segments at
+        ``new_bases`` in their place. A failure leaves the old segments in memory (still
+        readable) and the log offline; its reopen finishes the swap from the files."""
+        self._check_online()
+        at = next((i for i, s in enumerate(self._segments) if s is old[0]), len(self._segments))
+        if self._segments[at : at + len(old)] != list(old) or at + len(old) >= len(self._segments):
+            raise ValueError(f"{list(old)} are not live inactive segments of {self.directory}")
+        before, pending = list(self._segments), list(self._pending_deletes)
+        try:
+            self._remove_segments(list(old))
+            install()
+            new = [
+                LogSegment(self._fs, self.directory, b, self.config, self._clock) for b in new_bases
+            ]
+        except BaseException:
+            self._segments, self._pending_deletes, self._offline = before, pending, True
+            self._bases = [s.base_offset for s in self._segments]
+            raise
+        self._segments[at:at] = new
+        self._bases = [s.base_offset for s in self._segments]
+
+    def mark_offline(self) -> None:
+        """Refuse every further change until the log is reopened (a write that could not
+        be undone left the files in a state only the loader settles)."""
+        self._offline = True
 
     # -- flush and close -------------------------------------------------------------------
 

@@ -2,10 +2,10 @@
 
 What Kafka's log loader does, in the parts that apply to us:
 
-- Files left in transit are settled first: ``*.deleted`` files (a removal the process
-  did not live to finish) and ``*.cleaned`` files (an interrupted cleaning) are removed,
-  as are index files whose ``.log`` is gone. (``*.swap`` files belong to the cleaner's
-  swap protocol; they are left for the cleaner's loader to settle.)
+- Files left in transit are settled first: a compaction swap a crash interrupted is
+  rolled back or finished (``*.cleaned`` and ``*.swap`` files, by Kafka's rules: see
+  :mod:`millpond.storage.cleaner.swap`); ``*.deleted`` files (a removal the process did
+  not live to finish) are removed, as are index files whose ``.log`` is gone.
 - A segment whose offset index is missing is rebuilt from its ``.log``.
 - After a clean shutdown nothing is scanned: the log end comes from the last segment's
   last index entry plus a walk of the headers after it.
@@ -29,6 +29,7 @@ import random
 from collections.abc import Callable
 from typing import NamedTuple
 
+from millpond.storage.cleaner.swap import settle_interrupted_swaps
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, join
@@ -111,7 +112,8 @@ def load_log(
 
 
 def _settle_files(fs: FileSystem, directory: str) -> list[int]:
-    """Remove leftovers and orphaned indexes; return the base offsets of the segments."""
+    """Settle swaps, remove leftovers and orphaned indexes; return the segments' bases."""
+    settle_interrupted_swaps(fs, directory)
     names = fs.listdir(directory)
     bases: set[int] = set()
     indexes: list[tuple[int, str]] = []

@@ -1,0 +1,10 @@
+"""One module per API key; each exports its :class:`~millpond.broker.dispatch.Route`.
+
+The list below is explicit on purpose: what the broker serves is visible here, and
+ApiVersions advertises exactly these routes.
+"""
+
+from millpond.broker.dispatch import Route
+from millpond.broker.handlers import api_versions
+
+ROUTES: tuple[Route, ...] = (api_versions.ROUTE,)

@@ -1,0 +1,60 @@
+"""ApiVersions (key 18), v0-5: what this broker serves, and its features.
+
+Behaviour, as Apache Kafka 4.4:
+- Every API in the broker's routing table, with the range Kafka 4.4 advertises.
+- A request above v5 (a newer client) is answered UNSUPPORTED_VERSION in the v0 body
+  with only ApiVersions' own range, so the client retries at a version we know
+  (KIP-511); the response header is always v0.
+- v3+: ``client_software_name``/``client_software_version`` must match
+  ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else INVALID_REQUEST (librdkafka then
+  retries with v0).
+- Features: none are finalized yet, which keeps Java clients on the transactions-v1
+  and classic-group paths that millpond serves.
+
+Version notes: v1 adds throttle_time_ms; v3 is flexible and adds the client software
+fields and features (KIP-511, KIP-584); v4 allows supported min version 0 (KAFKA-17011);
+v5 adds cluster id and node id checks (KIP-1242).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
+from millpond.wire.generated.api.api_versions_response import (
+    ApiVersion,
+    ApiVersionsResponse,
+)
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+MAX_VERSION = 5
+
+
+def handle(
+    broker: Broker, ctx: RequestContext, request: ApiVersionsRequest | None
+) -> ApiVersionsResponse:
+    if request is None or ctx.unknown_api_versions:
+        return ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            api_keys=[ApiVersion(api_key=18, min_version=0, max_version=MAX_VERSION)],
+        )
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.fullmatch(request.client_software_name)
+        and _SOFTWARE.fullmatch(request.client_software_version)
+    ):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    keys = [
+        ApiVersion(api_key=key, min_version=low, max_version=high)
+        for key, low, high in broker.dispatcher.advertised()
+    ]
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
+
+
+ROUTE = Route(18, 0, MAX_VERSION, handle)

@@ -1,0 +1,201 @@
+"""The network edge: accept connections, frame requests, answer them in order.
+
+Each connection is an :class:`asyncio.Protocol`. Bytes go through the wire layer's
+:class:`~millpond.wire.framing.FrameReader`, which refuses a size prefix above
+``socket.request.max.bytes`` before reading the body. Requests on one connection are
+handled strictly one after another, and answered in the order they came, as Kafka
+does (it mutes a connection while one of its requests is in flight); many connections
+proceed concurrently on the one event loop. Reading pauses while too many requests
+wait, so a pipelining client cannot make us buffer without bound.
+
+Anything a peer sends that we cannot or will not answer closes that connection with
+one log line; nothing it sends can stop the server or other connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import CloseConnection, Dispatcher
+from millpond.wire import DecodeError
+from millpond.wire.framing import FrameReader, size_prefix
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+log = logging.getLogger("millpond.broker")
+
+MAX_QUEUED_REQUESTS = 64
+_connection_ids = itertools.count(1)
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, broker: Broker, dispatcher: Dispatcher, max_frame_size: int) -> None:
+        self._broker = broker
+        self._dispatcher = dispatcher
+        self._reader = FrameReader(max_frame_size)
+        self._queue: deque[memoryview] = deque()
+        self._transport: asyncio.Transport | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._paused = False
+        self._closing = False
+        self.connection_id = next(_connection_ids)
+        self.peer = "?"
+        self.last_active = asyncio.get_running_loop().time()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being handled."""
+        return not self._queue and (self._worker is None or self._worker.done())
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._broker.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._broker.connections.discard(self)
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self.last_active = asyncio.get_running_loop().time()
+        try:
+            self._reader.feed(data)
+        except DecodeError as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+            self.close()
+            return
+        while (frame := self._reader.next_frame()) is not None:
+            self._queue.append(frame)
+        if self._queue and (self._worker is None or self._worker.done()):
+            self._worker = asyncio.get_running_loop().create_task(self._work())
+        if len(self._queue) >= MAX_QUEUED_REQUESTS and not self._paused:
+            assert self._transport is not None
+            self._transport.pause_reading()
+            self._paused = True
+
+    def eof_received(self) -> bool | None:
+        return None  # close when the peer does
+
+    # -- handling ----------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while self._queue and not self._closing:
+            frame = self._queue.popleft()
+            if self._paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2:
+                assert self._transport is not None
+                self._transport.resume_reading()
+                self._paused = False
+            try:
+                response = await self._handle(frame)
+            except CloseConnection:
+                self.close()
+                return
+            if response is not None and not self._closing:
+                assert self._transport is not None
+                self._transport.writelines((size_prefix(len(response)), response))
+            self.last_active = asyncio.get_running_loop().time()
+
+    async def _handle(self, frame: memoryview) -> bytes | None:
+        ctx = RequestContext(self.connection_id, self.peer)
+        route, request = self._dispatcher.parse(frame, ctx)
+        try:
+            result = route.handler(self._broker, ctx, request)
+            if inspect.isawaitable(result):
+                result = await result
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception(
+                "closing %s: %s v%d failed (correlation id %d, client %r)",
+                self.peer,
+                route.name,
+                ctx.api_version,
+                ctx.correlation_id,
+                ctx.client_id,
+            )
+            raise CloseConnection from None
+        if result is None:
+            return None
+        return self._dispatcher.encode(ctx, result)
+
+    def close(self) -> None:
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
+
+
+class KafkaServer:
+    """A listening socket whose connections are :class:`KafkaConnection`."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        dispatcher: Dispatcher,
+        host: str,
+        port: int,
+        *,
+        max_frame_size: int,
+        idle_timeout_ms: int,
+    ) -> None:
+        self._broker = broker
+        self._dispatcher = dispatcher
+        self._host = host
+        self._port = port
+        self._max_frame_size = max_frame_size
+        self._idle_timeout_s = idle_timeout_ms / 1000
+        self._server: asyncio.Server | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "not started"
+        sockname = self._server.sockets[0].getsockname()
+        port: int = sockname[1]
+        return port
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self._broker, self._dispatcher, self._max_frame_size),
+            self._host or None,
+            self._port,
+            reuse_address=True,
+        )
+        if self._idle_timeout_s > 0:
+            self._reaper = loop.create_task(self._close_idle())
+
+    async def _close_idle(self) -> None:
+        """``connections.max.idle.ms``: close connections with nothing in flight that
+        have been silent that long (checked a few times per timeout)."""
+        loop = asyncio.get_running_loop()
+        period = min(max(self._idle_timeout_s / 4, 0.01), 30.0)
+        while True:
+            await asyncio.sleep(period)
+            deadline = loop.time() - self._idle_timeout_s
+            for conn in list(self._broker.connections):
+                if conn.last_active < deadline and conn.idle:
+                    log.info("closing %s: idle for %.0f ms", conn.peer, self._idle_timeout_s * 1000)
+                    conn.close()
+
+    async def stop(self) -> None:
+        """Stop accepting; connections are closed by the broker once in-flight work ends."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()

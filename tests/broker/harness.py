@@ -1,0 +1,98 @@
+"""A broker on a free loopback port, run on its own event loop in a thread, and a tiny
+blocking client speaking millpond.wire, for tests that need real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from millpond.broker.node import Broker
+from millpond.wire import (
+    Message,
+    RequestHeader,
+    ResponseHeader,
+    decode_response,
+    encode_request,
+)
+
+_open_clients: list[Client] = []
+
+
+@contextmanager
+def running_broker(**kwargs: Any) -> Iterator[Broker]:
+    loop = asyncio.new_event_loop()
+    broker = Broker(port=0, **kwargs)
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(broker.start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    if not started.wait(10):
+        raise RuntimeError("broker did not start")
+    try:
+        yield broker
+    finally:
+        while _open_clients:
+            _open_clients.pop().close()
+        asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+class Client:
+    """Blocking Kafka-protocol client: send one request, read one response. Closed when
+    the :func:`running_broker` it talks to stops."""
+
+    def __init__(self, port: int, client_id: str | None = "test") -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        _open_clients.append(self)
+        self.client_id = client_id
+        self.correlation_id = 0
+
+    def send_raw(self, frame: bytes) -> None:
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+
+    def read_frame(self) -> bytes:
+        size = struct.unpack(">i", self._read_exactly(4))[0]
+        return self._read_exactly(size)
+
+    def _read_exactly(self, n: int) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return bytes(data)
+
+    def request(self, body: Message, version: int) -> tuple[ResponseHeader, Any]:
+        assert body.API_KEY is not None
+        self.correlation_id += 1
+        header = RequestHeader(
+            request_api_key=body.API_KEY,
+            request_api_version=version,
+            correlation_id=self.correlation_id,
+            client_id=self.client_id,
+        )
+        self.send_raw(encode_request(header, body))
+        return decode_response(self.read_frame(), body.API_KEY, version)
+
+    def is_closed_by_peer(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self) -> None:
+        self.sock.close()

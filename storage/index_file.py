@@ -104,6 +104,7 @@ class IndexFile:
         self._base_offset = base_offset
         self._max_index_size = max_index_size
         self._file: File | None = None
+        self._keep_open = False  # set once an entry is appended (the active segment)
         self._loaded = False
         self._count = 0
         # Bytes in the file as far as we know: entries * entry_size, plus a partial tail
@@ -198,6 +199,10 @@ class IndexFile:
         self._count = count
         self._length = len(data)
         self._loaded = True
+        if not self._keep_open:
+            # Inactive segments are read, never written: holding their descriptors would
+            # cost two per segment (ten thousand partitions exhaust the process limit).
+            self._close_handle()
 
     # -- mutation ------------------------------------------------------------------------
 
@@ -207,6 +212,7 @@ class IndexFile:
         A torn tail (left by a crash or a failed append) is cut off first, so entries
         stay aligned. If the write fails, the file's length is re-read so the next
         append (or :meth:`close`) trims whatever part of the entry got written."""
+        self._keep_open = True
         handle = self._handle()
         valid = self._count * self.entry_size
         if self._length != valid:
@@ -275,6 +281,7 @@ class IndexFile:
             self._close_handle()
 
     def _close_handle(self) -> None:
+        self._keep_open = False
         if self._file is not None:
             handle, self._file = self._file, None
             handle.close()

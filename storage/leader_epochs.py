@@ -149,8 +149,8 @@ class LeaderEpochCache:
         (the moved entry as it was). ``truncate_from_start(6)`` keeps an entry at 6."""
         entries = self._entries
         drop = bisect.bisect_right(entries, start_offset, key=_start_offset)
-        if drop == 0:
-            return []
+        if drop == 0 or (drop == 1 and entries[0].start_offset == start_offset):
+            return []  # nothing changes: no checkpoint rewrite (every log open does this)
         moved = EpochEntry(entries[drop - 1].epoch, start_offset)
         self._commit([moved, *entries[drop:]], flush=flush)
         return entries[:drop]

@@ -249,3 +249,14 @@ def test_end_offset_for_matches_a_plain_reading_of_the_rules(
         following = min(e for e in entries if e.epoch > requested)
         preceding = [e.epoch for e in entries if e.epoch <= requested]
         assert got == (max(preceding, default=requested), following.start_offset)
+
+
+def test_truncate_from_start_at_the_first_entry_writes_nothing() -> None:
+    # Every log open truncates from its log start; when nothing changes, no checkpoint
+    # rewrite (an fsync and a rename per partition) may happen.
+    fs, c = cache((0, 5), (1, 9))
+    fs.fail_next("rename")
+    assert c.truncate_from_start(5) == []
+    assert c.entries() == [EpochEntry(0, 5), EpochEntry(1, 9)]
+    with pytest.raises(OSError, match="injected"):
+        fs.rename("/nope", "/nope2")  # the injected failure is still armed: nothing wrote

@@ -1,0 +1,223 @@
+"""Broker lifecycle and producer id blocks as records.
+
+Registration (Kafka's BrokerRegistration): a broker registers with its id, a fresh
+incarnation id per process start, its listeners' endpoints, its rack and the feature
+levels it supports. The controller writes a RegisterBrokerRecord whose broker epoch is
+the record's own offset in the metadata log (so epochs only grow), fenced: a broker is
+unfenced (BrokerRegistrationChangeRecord, fenced = -1) once it has caught up with the
+metadata log, which for a combined single node is right after its own registration.
+
+Refusals, as Kafka's: INCONSISTENT_CLUSTER_ID for another cluster's broker;
+DUPLICATE_BROKER_REGISTRATION when another incarnation of the id registered with *this*
+controller and still holds the id unfenced (a controller restart forgets sessions, as
+Kafka's forgets heartbeats, so a restarted node can always register again);
+UNSUPPORTED_VERSION when the broker cannot run a finalized feature level; and
+STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED for requests naming an old epoch or
+an unknown broker.
+
+Producer ids (Kafka's ProducerIdControlManager): AllocateProducerIds hands out blocks;
+ProducerIdsRecord stores the first id of the *next* block, so the image alone says what
+was handed out and a restart never hands out an id twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from millpond.controller.image import BrokerEndpoint, MetadataImage
+from millpond.controller.record_serde import with_version
+from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.metadata.broker_registration_change_record import (
+    BrokerRegistrationChangeRecord,
+)
+from millpond.wire.generated.metadata.producer_ids_record import ProducerIdsRecord
+from millpond.wire.generated.metadata.register_broker_record import (
+    BrokerEndpoint as BrokerEndpointRecord,
+)
+from millpond.wire.generated.metadata.register_broker_record import (
+    BrokerFeature,
+    RegisterBrokerRecord,
+)
+from millpond.wire.generated.metadata.unregister_broker_record import UnregisterBrokerRecord
+
+__all__ = [
+    "PRODUCER_ID_BLOCK_SIZE",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResult",
+    "ProducerIdsBlock",
+    "allocate_producer_ids",
+    "check_broker_epoch",
+    "register_broker",
+    "set_fenced",
+    "unregister_broker",
+]
+
+#: Kafka's producer id block size.
+PRODUCER_ID_BLOCK_SIZE = 1000
+_LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationRequest:
+    broker_id: int
+    cluster_id: str
+    incarnation_id: bytes
+    endpoints: Sequence[BrokerEndpoint]
+    rack: str | None = None
+    #: (feature, min level, max level) the broker supports.
+    features: Sequence[tuple[str, int, int]] = ()
+    log_dirs: Sequence[bytes] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationResult:
+    error: ApiError
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsBlock:
+    error: ApiError
+    producer_id_start: int = -1
+    producer_id_len: int = 0
+
+
+def register_broker(
+    image: MetadataImage,
+    request: BrokerRegistrationRequest,
+    *,
+    next_offset: int,
+    sessions: dict[int, bytes],
+) -> ControllerResult[BrokerRegistrationResult]:
+    """Register (or re-register) a broker; ``next_offset`` is where the record will land
+    (it becomes the broker epoch); ``sessions`` maps broker ids to the incarnation that
+    registered with this controller instance."""
+    if request.cluster_id != image.cluster_id:
+        return _refuse(
+            ErrorCode.INCONSISTENT_CLUSTER_ID,
+            f"Expected cluster ID {image.cluster_id}, but got cluster ID {request.cluster_id}",
+        )
+    existing = image.brokers.get(request.broker_id)
+    session = sessions.get(request.broker_id)
+    if (
+        existing is not None
+        and not existing.fenced
+        and session is not None
+        and session != request.incarnation_id
+    ):
+        return _refuse(
+            ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+            "Another broker is registered with that broker id.",
+        )
+    supported = {name: (low, high) for name, low, high in request.features}
+    for name, level in image.features.items():
+        low, high = supported.get(name, (0, 0))
+        if not low <= level <= high:
+            return _refuse(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"Unable to register because the broker does not support finalized version "
+                f"{level} of {name}. The broker wants a version between {low} and {high}, "
+                "inclusive.",
+            )
+    record = RegisterBrokerRecord(
+        broker_id=request.broker_id,
+        incarnation_id=request.incarnation_id,
+        broker_epoch=next_offset,
+        end_points=[
+            BrokerEndpointRecord(
+                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+            )
+            for e in request.endpoints
+        ],
+        features=[
+            BrokerFeature(name=name, min_supported_version=low, max_supported_version=high)
+            for name, low, high in request.features
+        ],
+        rack=request.rack,
+        fenced=True,
+        in_controlled_shutdown=False,
+        log_dirs=list(request.log_dirs),
+    )
+    return ControllerResult(
+        (with_version(record),), BrokerRegistrationResult(NO_ERROR, next_offset)
+    )
+
+
+def _refuse(code: ErrorCode, message: str) -> ControllerResult[BrokerRegistrationResult]:
+    return ControllerResult((), BrokerRegistrationResult(ApiError(code, message)))
+
+
+def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> ApiError:
+    broker = image.brokers.get(broker_id)
+    if broker is None:
+        return ApiError(
+            ErrorCode.BROKER_ID_NOT_REGISTERED,
+            f"Broker ID {broker_id} is not currently registered",
+        )
+    if broker.broker_epoch != broker_epoch:
+        return ApiError(
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"Expected broker epoch {broker.broker_epoch}, but got broker epoch {broker_epoch}",
+        )
+    return NO_ERROR
+
+
+def set_fenced(
+    image: MetadataImage, broker_id: int, broker_epoch: int, *, fenced: bool
+) -> ControllerResult[ApiError]:
+    """Fence or unfence a broker (no record when it already is)."""
+    error = check_broker_epoch(image, broker_id, broker_epoch)
+    if error.is_failure:
+        return ControllerResult((), error)
+    if image.brokers[broker_id].fenced == fenced:
+        return ControllerResult((), NO_ERROR)
+    record = BrokerRegistrationChangeRecord(
+        broker_id=broker_id, broker_epoch=broker_epoch, fenced=1 if fenced else -1
+    )
+    return ControllerResult((with_version(record),), NO_ERROR)
+
+
+def unregister_broker(image: MetadataImage, broker_id: int) -> ControllerResult[ApiError]:
+    """UnregisterBroker: drop the registration (BROKER_ID_NOT_REGISTERED if none)."""
+    broker = image.brokers.get(broker_id)
+    if broker is None:
+        return ControllerResult(
+            (),
+            ApiError(
+                ErrorCode.BROKER_ID_NOT_REGISTERED,
+                f"Broker ID {broker_id} is not currently registered",
+            ),
+        )
+    record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.broker_epoch)
+    return ControllerResult((with_version(record),), NO_ERROR)
+
+
+def allocate_producer_ids(
+    image: MetadataImage,
+    broker_id: int,
+    broker_epoch: int,
+    count: int = PRODUCER_ID_BLOCK_SIZE,
+) -> ControllerResult[ProducerIdsBlock]:
+    """AllocateProducerIds: the next block of ``count`` ids for ``broker_id``."""
+    assert count > 0
+    error = check_broker_epoch(image, broker_id, broker_epoch)
+    if error.is_failure:
+        return ControllerResult((), ProducerIdsBlock(error))
+    first = image.next_producer_id
+    if first > _LONG_MAX - count:
+        return ControllerResult(
+            (),
+            ProducerIdsBlock(
+                ApiError(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    "Exhausted all producerIds as the next block's end producerId has "
+                    "exceeded the int64 type limit",
+                )
+            ),
+        )
+    record = ProducerIdsRecord(
+        broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=first + count
+    )
+    return ControllerResult((with_version(record),), ProducerIdsBlock(NO_ERROR, first, count))

@@ -1,0 +1,254 @@
+"""The single-node controller: operations in, records appended, the image replayed.
+
+:class:`QuorumController` is the active controller of a one-voter quorum. On start it
+replays ``__cluster_metadata`` into a :class:`~millpond.controller.image.MetadataImage`,
+begins a new epoch (quorum-state, then a LeaderChangeMessage), and, if the log was empty,
+writes the bootstrap feature levels. Each operation then runs as Kafka's controller
+runs one: a pure function of the current image (``*_control`` modules) returns
+``ControllerResult(records, response)``; the records are appended and fsynced (that is
+the commit of a one-voter quorum) and replayed into the next image, the very replay a
+restart performs, so the image in memory always equals the image rebuilt from the log.
+Validate-only requests and refused requests append nothing.
+
+A failed append raises :class:`~millpond.controller.metadata_log.MetadataLogFailedError`
+and leaves the controller unusable (every later operation raises it too): whether the
+records survive is unknown until a restart recovers the log. The broker should stop.
+
+Sans-I/O: disk through the injected FileSystem, time through the Clock, randomness
+(topic ids, incarnation ids, placement) through the injected ``random.Random``.
+Not thread-safe: one owner calls it (Kafka's controller is single-threaded too).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from millpond.controller import cluster_control, config_control, feature_control
+from millpond.controller import replication_control as replication
+from millpond.controller.cluster_control import (
+    PRODUCER_ID_BLOCK_SIZE,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResult,
+    ProducerIdsBlock,
+)
+from millpond.controller.config_control import AlterConfigsResource
+from millpond.controller.feature_control import FeatureUpdate
+from millpond.controller.image import (
+    BrokerEndpoint,
+    ConfigResource,
+    MetadataDelta,
+    MetadataImage,
+)
+from millpond.controller.metadata_log import MetadataLog
+from millpond.controller.replication_control import (
+    CreatableTopic,
+    CreatePartitionsResult,
+    CreatePartitionsTopic,
+    CreateTopicResult,
+    DeleteTopicResult,
+    TopicDefaults,
+)
+from millpond.controller.results import ApiError, ControllerResult
+from millpond.storage.clock import Clock
+from millpond.storage.fs import FileSystem
+
+__all__ = ["ControllerConfig", "QuorumController"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """The controller's settings, under Kafka's names where there is one."""
+
+    node_id: int  # node.id
+    cluster_id: str  # from meta.properties
+    num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+    supported_features: Mapping[str, tuple[int, int]] = field(
+        default_factory=lambda: dict(feature_control.SUPPORTED_FEATURES)
+    )
+    bootstrap_features: Mapping[str, int] = field(
+        default_factory=lambda: dict(feature_control.BOOTSTRAP_FEATURES)
+    )
+
+
+class QuorumController:
+    """The active controller of a one-voter metadata quorum (see the module docstring)."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        metadata_log_dir: str,
+        clock: Clock,
+        rng: random.Random,
+        config: ControllerConfig,
+    ) -> None:
+        self.config = config
+        self._rng = rng
+        self._log = MetadataLog(fs, metadata_log_dir, clock, node_id=config.node_id)
+        replayed = self._log.replay(MetadataImage.empty(config.cluster_id))
+        self._image = replayed.image
+        #: Records skipped (unknown or irrelevant types) while loading the log.
+        self.skipped_records = replayed.skipped_records
+        #: broker id -> incarnation id registered with this controller instance.
+        self._sessions: dict[int, bytes] = {}
+        self._log.become_leader()
+        self._catch_up()
+        if feature_control.METADATA_VERSION not in self._image.features:
+            # A fresh log (or one whose bootstrap never committed): write the bootstrap.
+            self._commit(
+                ControllerResult(
+                    tuple(feature_control.bootstrap_records(config.bootstrap_features)), None
+                )
+            )
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The current metadata image: everything committed, nothing else."""
+        return self._image
+
+    @property
+    def epoch(self) -> int:
+        """The controller (leader) epoch this node is in."""
+        return self._log.epoch
+
+    @property
+    def metadata_log(self) -> MetadataLog:
+        return self._log
+
+    def _catch_up(self) -> None:
+        replayed = self._log.replay(self._image)
+        self._image = replayed.image
+        self.skipped_records += replayed.skipped_records
+
+    def _commit(self, result: ControllerResult[T]) -> ControllerResult[T]:
+        if not result.records:
+            return result
+        first, _ = self._log.append(result.records)
+        delta = MetadataDelta(self._image)
+        for i, record in enumerate(result.records):
+            delta.replay(record.message, first + i, self._log.epoch)
+        self._image = delta.apply()
+        return result
+
+    # -- brokers -----------------------------------------------------------------------------
+
+    def register_broker(
+        self,
+        broker_id: int,
+        endpoints: Sequence[BrokerEndpoint],
+        rack: str | None = None,
+        *,
+        incarnation_id: bytes | None = None,
+        features: Sequence[tuple[str, int, int]] | None = None,
+        cluster_id: str | None = None,
+        log_dirs: Sequence[bytes] = (),
+    ) -> ControllerResult[BrokerRegistrationResult]:
+        """BrokerRegistration: ``response.broker_epoch`` on success. The broker starts
+        fenced; call :meth:`unfence_broker` once it has caught up."""
+        if incarnation_id is None:
+            incarnation_id = self._rng.getrandbits(128).to_bytes(16, "big")
+        if features is None:
+            features = [(n, lo, hi) for n, (lo, hi) in self.config.supported_features.items()]
+        request = BrokerRegistrationRequest(
+            broker_id=broker_id,
+            cluster_id=self.config.cluster_id if cluster_id is None else cluster_id,
+            incarnation_id=incarnation_id,
+            endpoints=endpoints,
+            rack=rack,
+            features=features,
+            log_dirs=log_dirs,
+        )
+        result = cluster_control.register_broker(
+            self._image, request, next_offset=self._log.log_end_offset, sessions=self._sessions
+        )
+        if result.response.error.is_success:
+            self._sessions[broker_id] = incarnation_id
+        return self._commit(result)
+
+    def unfence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
+        return self._commit(
+            cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=False)
+        )
+
+    def fence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
+        return self._commit(
+            cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=True)
+        )
+
+    def unregister_broker(self, broker_id: int) -> ControllerResult[ApiError]:
+        self._sessions.pop(broker_id, None)
+        return self._commit(cluster_control.unregister_broker(self._image, broker_id))
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int, count: int = PRODUCER_ID_BLOCK_SIZE
+    ) -> ControllerResult[ProducerIdsBlock]:
+        return self._commit(
+            cluster_control.allocate_producer_ids(self._image, broker_id, broker_epoch, count)
+        )
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_topics(
+        self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
+    ) -> ControllerResult[list[CreateTopicResult]]:
+        defaults = TopicDefaults(self.config.num_partitions, self.config.default_replication_factor)
+        return self._commit(
+            replication.create_topics(
+                self._image, topics, validate_only=validate_only, rng=self._rng, defaults=defaults
+            )
+        )
+
+    def delete_topics(
+        self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
+    ) -> ControllerResult[list[DeleteTopicResult]]:
+        return self._commit(replication.delete_topics(self._image, names, topic_ids))
+
+    def create_partitions(
+        self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
+    ) -> ControllerResult[list[CreatePartitionsResult]]:
+        return self._commit(
+            replication.create_partitions(
+                self._image, topics, validate_only=validate_only, rng=self._rng
+            )
+        )
+
+    # -- configs and features ----------------------------------------------------------------
+
+    def incremental_alter_configs(
+        self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
+    ) -> ControllerResult[dict[ConfigResource, ApiError]]:
+        return self._commit(
+            config_control.incremental_alter_configs(
+                self._image, resources, validate_only=validate_only
+            )
+        )
+
+    def alter_configs(
+        self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
+    ) -> ControllerResult[dict[ConfigResource, ApiError]]:
+        return self._commit(
+            config_control.alter_configs(self._image, resources, validate_only=validate_only)
+        )
+
+    def update_features(
+        self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
+    ) -> ControllerResult[dict[str, ApiError]]:
+        return self._commit(
+            feature_control.update_features(
+                self._image,
+                updates,
+                validate_only=validate_only,
+                node_id=self.config.node_id,
+                supported=self.config.supported_features,
+            )
+        )
+
+    def close(self) -> None:
+        self._log.close()

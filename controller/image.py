@@ -1,0 +1,445 @@
+"""The metadata image: what the cluster's metadata log says, as one immutable value.
+
+Brokers act only on a :class:`MetadataImage`; nothing else describes topics, partitions,
+brokers, configs or features. An image is never changed: :class:`MetadataDelta` replays
+records over one image (copying each top-level map on its first write, so a batch of
+records costs one copy, not one per record) and :meth:`MetadataDelta.apply` returns the
+next image. ``apply(image, record)`` is the one-record shorthand.
+
+The rules of replay are Kafka's (its ``MetadataDelta`` and ``*Image`` classes):
+
+* TopicRecord adds a topic (name and 16-byte id); PartitionRecord adds or replaces one
+  partition; PartitionChangeRecord merges into one (null fields and leader -2 mean "no
+  change"; a new leader bumps the leader epoch; every change bumps the partition epoch);
+  RemoveTopicRecord drops the topic, its partitions and its topic configs.
+* ConfigRecord sets a config of one resource; a null value deletes it.
+* FeatureLevelRecord finalizes a feature level; level 0 removes the feature.
+* RegisterBrokerRecord replaces the broker's registration; UnregisterBrokerRecord drops
+  it; Fence/UnfenceBrokerRecord and BrokerRegistrationChangeRecord flip its flags.
+* ProducerIdsRecord moves the next producer id block; NoOpRecord changes nothing.
+
+Record types that do not shape this image (ACLs, quotas, SCRAM, delegation tokens,
+controller registrations, ...) and unknown types are skipped and *counted*
+(:attr:`MetadataDelta.skipped`) with a logged warning, never an error: a newer writer
+must not stop an older reader.
+
+Pure; safe to share images between threads (they are never mutated).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Any
+
+from millpond.wire.generated.metadata.broker_registration_change_record import (
+    BrokerRegistrationChangeRecord,
+)
+from millpond.wire.generated.metadata.config_record import ConfigRecord
+from millpond.wire.generated.metadata.feature_level_record import FeatureLevelRecord
+from millpond.wire.generated.metadata.fence_broker_record import FenceBrokerRecord
+from millpond.wire.generated.metadata.no_op_record import NoOpRecord
+from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
+from millpond.wire.generated.metadata.partition_record import PartitionRecord
+from millpond.wire.generated.metadata.producer_ids_record import ProducerIdsRecord
+from millpond.wire.generated.metadata.register_broker_record import RegisterBrokerRecord
+from millpond.wire.generated.metadata.remove_topic_record import RemoveTopicRecord
+from millpond.wire.generated.metadata.topic_record import TopicRecord
+from millpond.wire.generated.metadata.unfence_broker_record import UnfenceBrokerRecord
+from millpond.wire.generated.metadata.unregister_broker_record import UnregisterBrokerRecord
+from millpond.wire.message import Message
+
+__all__ = [
+    "BrokerEndpoint",
+    "BrokerRegistration",
+    "ConfigResource",
+    "ConfigResourceType",
+    "MetadataDelta",
+    "MetadataImage",
+    "PartitionRegistration",
+    "TopicImage",
+    "apply",
+]
+
+_log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+
+class ConfigResourceType(IntEnum):
+    """Kafka's ConfigResource.Type codes (ConfigRecord.resource_type)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResource:
+    """A config owner. A BROKER resource named "" holds the cluster-wide defaults."""
+
+    type: int
+    name: str
+
+
+def _frozen(d: dict[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(d)
+
+
+def _empty() -> Mapping[Any, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: bytes
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool = False
+    #: (feature name, min supported level, max supported level)
+    supported_features: tuple[tuple[str, int, int], ...] = ()
+    log_dirs: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    topic_id: bytes
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """The cluster's metadata as of log offset :attr:`offset` (-1: nothing applied)."""
+
+    cluster_id: str
+    offset: int = -1
+    #: The leader epoch of the batch holding :attr:`offset` (-1 before any).
+    epoch: int = -1
+    #: Finalized feature levels (metadata.version among them).
+    features: Mapping[str, int] = field(default_factory=_empty)
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=_empty)
+    topics_by_id: Mapping[bytes, TopicImage] = field(default_factory=_empty)
+    topic_ids_by_name: Mapping[str, bytes] = field(default_factory=_empty)
+    configs: Mapping[ConfigResource, Mapping[str, str]] = field(default_factory=_empty)
+    #: The first producer id of the next block ProducerIdsRecord hands out.
+    next_producer_id: int = 0
+
+    @classmethod
+    def empty(cls, cluster_id: str) -> MetadataImage:
+        return cls(cluster_id)
+
+    def topic(self, name: str) -> TopicImage | None:
+        topic_id = self.topic_ids_by_name.get(name)
+        return None if topic_id is None else self.topics_by_id[topic_id]
+
+    def topic_by_id(self, topic_id: bytes) -> TopicImage | None:
+        return self.topics_by_id.get(topic_id)
+
+    def config(self, resource: ConfigResource) -> Mapping[str, str]:
+        return self.configs.get(resource, _EMPTY_CONFIG)
+
+    def topic_config(self, name: str) -> Mapping[str, str]:
+        return self.config(ConfigResource(ConfigResourceType.TOPIC, name))
+
+    def usable_brokers(self) -> list[int]:
+        """Brokers that may take new replicas: unfenced, not shutting down (sorted)."""
+        return sorted(
+            b.broker_id
+            for b in self.brokers.values()
+            if not b.fenced and not b.in_controlled_shutdown
+        )
+
+
+_EMPTY_CONFIG: Mapping[str, str] = MappingProxyType({})
+
+
+class MetadataDelta:
+    """Records replayed over a base image; :meth:`apply` yields the next image.
+
+    Each top-level map is copied on its first change; the base is never touched.
+    """
+
+    def __init__(self, base: MetadataImage) -> None:
+        self.base = base
+        self.skipped = 0
+        self._offset = base.offset
+        self._epoch = base.epoch
+        self._features: dict[str, int] | None = None
+        self._brokers: dict[int, BrokerRegistration] | None = None
+        self._topics: dict[bytes, TopicImage] | None = None
+        self._names: dict[str, bytes] | None = None
+        self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
+        self._next_producer_id = base.next_producer_id
+
+    # -- copy on first write ---------------------------------------------------------------
+
+    def _feature_map(self) -> dict[str, int]:
+        if self._features is None:
+            self._features = dict(self.base.features)
+        return self._features
+
+    def _broker_map(self) -> dict[int, BrokerRegistration]:
+        if self._brokers is None:
+            self._brokers = dict(self.base.brokers)
+        return self._brokers
+
+    def _topic_maps(self) -> tuple[dict[bytes, TopicImage], dict[str, bytes]]:
+        if self._topics is None or self._names is None:
+            self._topics = dict(self.base.topics_by_id)
+            self._names = dict(self.base.topic_ids_by_name)
+        return self._topics, self._names
+
+    def _config_map(self) -> dict[ConfigResource, Mapping[str, str]]:
+        if self._configs is None:
+            self._configs = dict(self.base.configs)
+        return self._configs
+
+    def _topic(self, topic_id: bytes) -> TopicImage | None:
+        source = self._topics if self._topics is not None else self.base.topics_by_id
+        return source.get(topic_id)
+
+    def _broker(self, broker_id: int) -> BrokerRegistration | None:
+        source = self._brokers if self._brokers is not None else self.base.brokers
+        return source.get(broker_id)
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def set_offset(self, offset: int, epoch: int) -> None:
+        """Note the log position the image will reflect (control records move it too)."""
+        self._offset = offset
+        self._epoch = epoch
+
+    def replay(self, record: Message, offset: int | None = None, epoch: int | None = None) -> None:
+        """Apply one record (at ``offset`` in epoch ``epoch`` when given)."""
+        handler = _HANDLERS.get(type(record))
+        if handler is None:
+            self.skip(record.NAME)
+        else:
+            handler(self, record)
+        if offset is not None:
+            self.set_offset(offset, self._epoch if epoch is None else epoch)
+
+    def skip(self, what: str) -> None:
+        self.skipped += 1
+        _log.warning("metadata replay skipped a record it does not apply: %s", what)
+
+    def _topic_record(self, r: TopicRecord) -> None:
+        topics, names = self._topic_maps()
+        old = names.get(r.name)
+        if old is not None and old != r.topic_id:
+            topics.pop(old, None)
+        topics[r.topic_id] = TopicImage(r.name, r.topic_id)
+        names[r.name] = r.topic_id
+
+    def _partition_record(self, r: PartitionRecord) -> None:
+        topic = self._topic(r.topic_id)
+        if topic is None:
+            self.skip(f"PartitionRecord of unknown topic id {r.topic_id.hex()}")
+            return
+        partition = PartitionRegistration(
+            replicas=tuple(r.replicas),
+            isr=tuple(r.isr),
+            leader=r.leader,
+            leader_epoch=r.leader_epoch,
+            partition_epoch=r.partition_epoch,
+            removing_replicas=tuple(r.removing_replicas),
+            adding_replicas=tuple(r.adding_replicas),
+            leader_recovery_state=r.leader_recovery_state,
+        )
+        self._put_partition(topic, r.partition_id, partition)
+
+    def _put_partition(self, topic: TopicImage, index: int, p: PartitionRegistration) -> None:
+        partitions = dict(topic.partitions)
+        partitions[index] = p
+        topics, _ = self._topic_maps()
+        topics[topic.topic_id] = replace(topic, partitions=_frozen(partitions))
+
+    def _partition_change(self, r: PartitionChangeRecord) -> None:
+        topic = self._topic(r.topic_id)
+        old = None if topic is None else topic.partitions.get(r.partition_id)
+        if topic is None or old is None:
+            self.skip(f"PartitionChangeRecord of unknown partition {r.partition_id}")
+            return
+        leader_changed = r.leader != NO_LEADER_CHANGE
+        new = PartitionRegistration(
+            replicas=old.replicas if r.replicas is None else tuple(r.replicas),
+            isr=old.isr if r.isr is None else tuple(r.isr),
+            leader=r.leader if leader_changed else old.leader,
+            leader_epoch=old.leader_epoch + 1 if leader_changed else old.leader_epoch,
+            partition_epoch=old.partition_epoch + 1,
+            removing_replicas=(
+                old.removing_replicas if r.removing_replicas is None else tuple(r.removing_replicas)
+            ),
+            adding_replicas=(
+                old.adding_replicas if r.adding_replicas is None else tuple(r.adding_replicas)
+            ),
+            leader_recovery_state=(
+                old.leader_recovery_state
+                if r.leader_recovery_state == -1
+                else r.leader_recovery_state
+            ),
+        )
+        self._put_partition(topic, r.partition_id, new)
+
+    def _remove_topic(self, r: RemoveTopicRecord) -> None:
+        topic = self._topic(r.topic_id)
+        if topic is None:
+            self.skip(f"RemoveTopicRecord of unknown topic id {r.topic_id.hex()}")
+            return
+        topics, names = self._topic_maps()
+        del topics[r.topic_id]
+        names.pop(topic.name, None)
+        self._config_map().pop(ConfigResource(ConfigResourceType.TOPIC, topic.name), None)
+
+    def _config(self, r: ConfigRecord) -> None:
+        configs = self._config_map()
+        resource = ConfigResource(r.resource_type, r.resource_name)
+        current = dict(configs.get(resource, _EMPTY_CONFIG))
+        if r.value is None:
+            current.pop(r.name, None)
+        else:
+            current[r.name] = r.value
+        if current:
+            configs[resource] = _frozen(current)
+        else:
+            configs.pop(resource, None)
+
+    def _feature_level(self, r: FeatureLevelRecord) -> None:
+        features = self._feature_map()
+        if r.feature_level == 0:
+            features.pop(r.name, None)
+        else:
+            features[r.name] = r.feature_level
+
+    def _register_broker(self, r: RegisterBrokerRecord) -> None:
+        self._broker_map()[r.broker_id] = BrokerRegistration(
+            broker_id=r.broker_id,
+            broker_epoch=r.broker_epoch,
+            incarnation_id=r.incarnation_id,
+            endpoints=tuple(
+                BrokerEndpoint(e.name, e.host, e.port, e.security_protocol) for e in r.end_points
+            ),
+            rack=r.rack,
+            fenced=r.fenced,
+            in_controlled_shutdown=r.in_controlled_shutdown,
+            supported_features=tuple(
+                (f.name, f.min_supported_version, f.max_supported_version) for f in r.features
+            ),
+            log_dirs=tuple(r.log_dirs),
+        )
+
+    def _unregister_broker(self, r: UnregisterBrokerRecord) -> None:
+        broker = self._broker(r.broker_id)
+        if broker is None or broker.broker_epoch != r.broker_epoch:
+            self.skip(f"UnregisterBrokerRecord of broker {r.broker_id} epoch {r.broker_epoch}")
+            return
+        del self._broker_map()[r.broker_id]
+
+    def _change_broker(self, broker_id: int, epoch: int, what: str, **changes: Any) -> None:
+        broker = self._broker(broker_id)
+        if broker is None or broker.broker_epoch != epoch:
+            self.skip(f"{what} of broker {broker_id} epoch {epoch}")
+            return
+        self._broker_map()[broker_id] = replace(broker, **changes)
+
+    def _fence(self, r: FenceBrokerRecord) -> None:
+        self._change_broker(r.id, r.epoch, "FenceBrokerRecord", fenced=True)
+
+    def _unfence(self, r: UnfenceBrokerRecord) -> None:
+        self._change_broker(r.id, r.epoch, "UnfenceBrokerRecord", fenced=False)
+
+    def _registration_change(self, r: BrokerRegistrationChangeRecord) -> None:
+        changes: dict[str, Any] = {}
+        if r.fenced == 1:
+            changes["fenced"] = True
+        elif r.fenced == -1:
+            changes["fenced"] = False
+        if r.in_controlled_shutdown == 1:
+            changes["in_controlled_shutdown"] = True
+        if r.log_dirs:
+            changes["log_dirs"] = tuple(r.log_dirs)
+        self._change_broker(
+            r.broker_id, r.broker_epoch, "BrokerRegistrationChangeRecord", **changes
+        )
+
+    def _producer_ids(self, r: ProducerIdsRecord) -> None:
+        self._next_producer_id = r.next_producer_id
+
+    def _no_op(self, r: NoOpRecord) -> None:
+        del r
+
+    # -- result ----------------------------------------------------------------------------
+
+    def apply(self) -> MetadataImage:
+        """The image the base becomes with every record replayed so far."""
+        base = self.base
+        return MetadataImage(
+            cluster_id=base.cluster_id,
+            offset=self._offset,
+            epoch=self._epoch,
+            features=base.features if self._features is None else _frozen(self._features),
+            brokers=base.brokers if self._brokers is None else _frozen(self._brokers),
+            topics_by_id=base.topics_by_id if self._topics is None else _frozen(self._topics),
+            topic_ids_by_name=(
+                base.topic_ids_by_name if self._names is None else _frozen(self._names)
+            ),
+            configs=base.configs if self._configs is None else _frozen(self._configs),
+            next_producer_id=self._next_producer_id,
+        )
+
+
+_HANDLERS: dict[type[Message], Any] = {
+    TopicRecord: MetadataDelta._topic_record,
+    PartitionRecord: MetadataDelta._partition_record,
+    PartitionChangeRecord: MetadataDelta._partition_change,
+    RemoveTopicRecord: MetadataDelta._remove_topic,
+    ConfigRecord: MetadataDelta._config,
+    FeatureLevelRecord: MetadataDelta._feature_level,
+    RegisterBrokerRecord: MetadataDelta._register_broker,
+    UnregisterBrokerRecord: MetadataDelta._unregister_broker,
+    FenceBrokerRecord: MetadataDelta._fence,
+    UnfenceBrokerRecord: MetadataDelta._unfence,
+    BrokerRegistrationChangeRecord: MetadataDelta._registration_change,
+    ProducerIdsRecord: MetadataDelta._producer_ids,
+    NoOpRecord: MetadataDelta._no_op,
+}
+
+
+def apply(
+    image: MetadataImage, record: Message, offset: int | None = None, epoch: int | None = None
+) -> MetadataImage:
+    """``image`` with one record replayed (at ``offset``/``epoch`` when given)."""
+    delta = MetadataDelta(image)
+    delta.replay(record, offset, epoch)
+    return delta.apply()

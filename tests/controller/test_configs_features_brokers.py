@@ -1,0 +1,243 @@
+"""Configs, features, broker registration and producer id blocks through the controller."""
+
+from __future__ import annotations
+
+import pytest
+
+from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
+from millpond.controller.feature_control import FeatureUpdate, FeatureUpgradeType
+from millpond.controller.image import ConfigResource, ConfigResourceType
+from millpond.controller.replication_control import CreatableTopic
+from millpond.wire.errors import ErrorCode
+
+from .helpers import CLUSTER_ID, ENDPOINT, NODE_ID, mem_fs, open_controller, running_node
+
+TOPIC = ConfigResourceType.TOPIC
+BROKER = ConfigResourceType.BROKER
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def alter(
+    ops: list[AlterableConfig], type_: int = TOPIC, name: str = "t", validate_only: bool = False
+) -> tuple[ErrorCode, str | None, dict[str, str], int]:
+    controller = running_node()
+    controller.create_topics([CreatableTopic("t", 1, configs={"retention.ms": "100"})])
+    result = controller.incremental_alter_configs(
+        [AlterConfigsResource(type_, name, ops)], validate_only=validate_only
+    )
+    [error] = result.response.values()
+    config = dict(controller.image.config(ConfigResource(type_, name)))
+    return error.code, error.message, config, len(result.records)
+
+
+def test_incremental_set_delete_append_subtract() -> None:
+    code, _, config, n = alter(
+        [
+            AlterableConfig("retention.ms", SET, "200"),
+            AlterableConfig("segment.ms", SET, "1000"),
+            AlterableConfig("cleanup.policy", APPEND, "compact"),
+        ]
+    )
+    assert code == ErrorCode.NONE and n == 3
+    assert config == {"retention.ms": "200", "segment.ms": "1000", "cleanup.policy": "compact"}
+    code, _, config, n = alter([AlterableConfig("retention.ms", DELETE, None)])
+    assert code == ErrorCode.NONE and config == {} and n == 1
+    code, _, config, n = alter([AlterableConfig("retention.ms", SET, "100")])
+    assert n == 0  # an unchanged value writes nothing
+
+
+def test_append_and_subtract_lists() -> None:
+    controller = running_node()
+    controller.create_topics([CreatableTopic("t", 1, configs={"cleanup.policy": "delete"})])
+    resource = ConfigResource(TOPIC, "t")
+
+    def run(op: int, value: str) -> None:
+        result = controller.incremental_alter_configs(
+            [AlterConfigsResource(TOPIC, "t", [AlterableConfig("cleanup.policy", op, value)])]
+        )
+        assert all(e.is_success for e in result.response.values())
+
+    run(APPEND, "compact,delete")
+    assert controller.image.config(resource)["cleanup.policy"] == "delete,compact"
+    run(SUBTRACT, "delete")
+    assert controller.image.config(resource)["cleanup.policy"] == "compact"
+
+
+@pytest.mark.parametrize(
+    ("ops", "type_", "name", "code", "message"),
+    [
+        ([AlterableConfig("retention.ms", SET, "1")], TOPIC, "ghost",
+         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'ghost' does not exist."),
+        ([AlterableConfig("retention.ms", SET, "1")], TOPIC, "",
+         ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."),
+        ([AlterableConfig("x", SET, "1")], BROKER, "abc",
+         ErrorCode.INVALID_REQUEST, "Illegal non-integral BROKER resource type name abc"),
+        ([AlterableConfig("x", SET, "1")], 99, "x",
+         ErrorCode.INVALID_REQUEST, "Unsupported resource type 99"),
+        ([AlterableConfig("retention.ms", SET, "1"), AlterableConfig("retention.ms", DELETE, None)],
+         TOPIC, "t", ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"),
+        ([AlterableConfig("retention.ms", APPEND, "1")], TOPIC, "t",
+         ErrorCode.INVALID_CONFIG,
+         "Can't APPEND to key retention.ms because its type is not LIST."),
+        ([AlterableConfig("retention.ms", SUBTRACT, "1")], TOPIC, "t",
+         ErrorCode.INVALID_CONFIG,
+         "Can't SUBTRACT to key retention.ms because its type is not LIST."),
+        ([AlterableConfig("retention.ms", 7, "1")], TOPIC, "t",
+         ErrorCode.INVALID_REQUEST, "Unknown alter configs op type 7"),
+        ([AlterableConfig("retention.ms", SET, None)], TOPIC, "t",
+         ErrorCode.INVALID_CONFIG, "Null value not supported for : retention.ms"),
+    ],
+)  # fmt: skip
+def test_incremental_errors(
+    ops: list[AlterableConfig], type_: int, name: str, code: int, message: str
+) -> None:
+    got_code, got_message, _, n = alter(ops, type_, name)
+    assert (got_code, got_message, n) == (code, message, 0)
+
+
+def test_invalid_topic_config_values_are_invalid_config() -> None:
+    code, message, config, n = alter([AlterableConfig("retention.ms", SET, "soon")])
+    assert code == ErrorCode.INVALID_CONFIG and message is not None and "retention.ms" in message
+    assert config == {"retention.ms": "100"} and n == 0
+    code, _, _, _ = alter([AlterableConfig("bogus.key", SET, "1")])
+    assert code == ErrorCode.INVALID_CONFIG
+
+
+def test_validate_only_and_broker_configs() -> None:
+    code, _, config, n = alter([AlterableConfig("retention.ms", SET, "5")], validate_only=True)
+    assert code == ErrorCode.NONE and n == 0 and config == {"retention.ms": "100"}
+    code, _, config, _ = alter([AlterableConfig("log.retention.ms", SET, "5")], BROKER, "")
+    assert code == ErrorCode.NONE and config == {"log.retention.ms": "5"}
+    code, _, config, _ = alter([AlterableConfig("log.retention.ms", SET, "5")], BROKER, "1")
+    assert code == ErrorCode.NONE
+
+
+def test_legacy_alter_configs_replaces_the_set() -> None:
+    controller = running_node()
+    controller.create_topics(
+        [CreatableTopic("t", 1, configs={"retention.ms": "100", "segment.ms": "1000"})]
+    )
+    result = controller.alter_configs(
+        [AlterConfigsResource(TOPIC, "t", [AlterableConfig("retention.ms", SET, "7")])]
+    )
+    assert all(e.is_success for e in result.response.values())
+    assert dict(controller.image.topic_config("t")) == {"retention.ms": "7"}
+    [error] = controller.alter_configs(
+        [AlterConfigsResource(TOPIC, "t", [AlterableConfig("retention.ms", SET, None)])]
+    ).response.values()
+    assert error.code == ErrorCode.INVALID_REQUEST
+
+
+# -- features ----------------------------------------------------------------------------------
+
+
+def test_bootstrap_finalizes_metadata_version() -> None:
+    controller = open_controller(mem_fs())
+    assert dict(controller.image.features) == {"metadata.version": 27}
+
+
+@pytest.mark.parametrize(
+    ("update", "message"),
+    [
+        (FeatureUpdate("metadata.version", 20, FeatureUpgradeType.UPGRADE),
+         "Can't downgrade the version of this feature without setting the upgrade type to "
+         "either safe or unsafe downgrade."),
+        (FeatureUpdate("metadata.version", 20, FeatureUpgradeType.SAFE_DOWNGRADE),
+         "Invalid metadata.version 20. Refusing to perform the requested downgrade because "
+         "it might delete metadata information."),
+        (FeatureUpdate("metadata.version", 99),
+         "Invalid update version 99 for feature metadata.version. Local controller 1 only "
+         "supports versions 7-27"),
+        (FeatureUpdate("group.version", 1),
+         "Invalid update version 1 for feature group.version. Local controller 1 only "
+         "supports versions 0-0"),
+        (FeatureUpdate("no.such.feature", 1),
+         "Invalid update version 1 for feature no.such.feature. Local controller 1 does not "
+         "support this feature."),
+        (FeatureUpdate("group.version", 1, FeatureUpgradeType.SAFE_DOWNGRADE),
+         "Can't downgrade to a newer version."),
+        (FeatureUpdate("group.version", -1),
+         "The upper value for the new range cannot be less than 0."),
+        (FeatureUpdate("group.version", 0, 0), "Unknown upgrade type."),
+    ],
+)  # fmt: skip
+def test_feature_update_errors(update: FeatureUpdate, message: str) -> None:
+    controller = open_controller(mem_fs())
+    result = controller.update_features([update])
+    error = result.response[update.feature]
+    assert (error.code, error.message, result.records) == (
+        ErrorCode.INVALID_UPDATE_VERSION, message, (),
+    )  # fmt: skip
+
+
+def test_feature_updates_that_change_and_that_do_not() -> None:
+    supported = {"metadata.version": (7, 27), "group.version": (0, 1)}
+    controller = open_controller(mem_fs(), supported_features=supported)  # type: ignore[arg-type]
+    result = controller.update_features(
+        [FeatureUpdate("group.version", 1), FeatureUpdate("metadata.version", 27)]
+    )
+    assert all(e.is_success for e in result.response.values()) and len(result.records) == 1
+    assert controller.image.features["group.version"] == 1
+    result = controller.update_features(
+        [FeatureUpdate("group.version", 0, FeatureUpgradeType.SAFE_DOWNGRADE)]
+    )
+    assert result.response["group.version"].is_success
+    assert "group.version" not in controller.image.features
+    dup = controller.update_features([FeatureUpdate("x", 0), FeatureUpdate("x", 0)])
+    assert dup.response["x"].code == ErrorCode.INVALID_REQUEST
+    assert controller.update_features([FeatureUpdate("gone", 0)]).response["gone"].is_success
+    only = controller.update_features([FeatureUpdate("group.version", 1)], validate_only=True)
+    assert only.records == () and "group.version" not in controller.image.features
+
+
+# -- brokers -----------------------------------------------------------------------------------
+
+
+def test_register_unfence_and_epoch() -> None:
+    controller = open_controller(mem_fs())
+    result = controller.register_broker(NODE_ID, [ENDPOINT], "rack-a")
+    epoch = result.response.broker_epoch
+    assert result.response.error.is_success and epoch == controller.image.offset
+    broker = controller.image.brokers[NODE_ID]
+    assert broker.fenced and broker.rack == "rack-a" and broker.endpoints == (ENDPOINT,)
+    assert controller.unfence_broker(NODE_ID, epoch).response.is_success
+    assert not controller.image.brokers[NODE_ID].fenced
+    assert controller.unfence_broker(NODE_ID, epoch).records == ()
+    assert controller.fence_broker(NODE_ID, epoch).response.is_success
+    assert controller.image.brokers[NODE_ID].fenced
+
+
+def test_registration_refusals() -> None:
+    controller = running_node()
+    epoch = controller.image.brokers[NODE_ID].broker_epoch
+    other = controller.register_broker(NODE_ID, [ENDPOINT], incarnation_id=b"\x01" * 16)
+    assert other.response.error.code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    wrong = controller.register_broker(2, [], cluster_id="other")
+    assert wrong.response.error.code == ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert wrong.response.error.message == (
+        f"Expected cluster ID {CLUSTER_ID}, but got cluster ID other"
+    )
+    old = controller.register_broker(3, [], features=[("metadata.version", 7, 20)])
+    assert old.response.error.code == ErrorCode.UNSUPPORTED_VERSION
+    stale = controller.unfence_broker(NODE_ID, epoch - 1)
+    assert stale.response.code == ErrorCode.STALE_BROKER_EPOCH
+    unknown = controller.fence_broker(9, 0)
+    assert unknown.response.code == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+def test_unregister() -> None:
+    controller = running_node()
+    assert controller.unregister_broker(NODE_ID).response.is_success
+    assert controller.image.brokers == {}
+    assert controller.unregister_broker(NODE_ID).response.code == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+def test_producer_id_blocks() -> None:
+    controller = running_node()
+    epoch = controller.image.brokers[NODE_ID].broker_epoch
+    first = controller.allocate_producer_ids(NODE_ID, epoch).response
+    second = controller.allocate_producer_ids(NODE_ID, epoch).response
+    assert (first.producer_id_start, first.producer_id_len) == (0, 1000)
+    assert second.producer_id_start == 1000 and controller.image.next_producer_id == 2000
+    stale = controller.allocate_producer_ids(NODE_ID, epoch + 5).response
+    assert stale.error.code == ErrorCode.STALE_BROKER_EPOCH

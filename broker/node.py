@@ -1,38 +1,95 @@
-"""The broker as one object: its routes, its listener, its state.
+"""The broker as one object: its storage, its controller, its routes, its listener.
 
-Handlers receive the :class:`Broker` and reach everything through it; the event loop
-that runs the server owns every piece of mutable state, so nothing here locks.
+Broker and controller run in one process (KRaft's combined mode with one voter). The
+controller owns the ``__cluster_metadata`` log and the metadata image; the broker acts
+only on that image. Handlers receive the :class:`Broker` and reach everything through
+it; the event loop that runs the server owns every piece of mutable state, so nothing
+here locks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import random
+import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.handlers import ROUTES
+from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.server import KafkaServer
+from millpond.controller.controller import ControllerConfig, QuorumController
+from millpond.controller.image import BrokerEndpoint, MetadataImage
+from millpond.storage.checkpoints import read_meta_properties
+from millpond.storage.clock import Clock, SystemClock
+from millpond.storage.fs import FileSystem, OsFileSystem, join
+from millpond.storage.log_manager import LogManager
 
 if TYPE_CHECKING:
     from millpond.broker.server import KafkaConnection
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 DEFAULT_IDLE_MS = 600_000
+PLAINTEXT = 0  # Kafka's SecurityProtocol id
+
+
+def new_cluster_id(rng: random.Random) -> str:
+    """A Kafka cluster id: a random UUID in Kafka's URL-safe base64 form."""
+    raw = uuid.UUID(int=rng.getrandbits(128), version=4).bytes
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 class Broker:
     def __init__(
         self,
         *,
+        data_dir: str,
         node_id: int = 1,
         host: str = "127.0.0.1",
         port: int = 9092,
+        advertised_host: str | None = None,
+        advertised_port: int | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         idle_ms: int = DEFAULT_IDLE_MS,
+        num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        auto_create_topics: bool = True,
+        topic_defaults: Mapping[str, str] | None = None,
         routes: tuple[Route, ...] = ROUTES,
+        fs: FileSystem | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.node_id = node_id
+        self.auto_create_topics = auto_create_topics
+        self.fs = fs or OsFileSystem()
+        self.clock = clock or SystemClock()
+        self.rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
+        self.fs.makedirs(data_dir)
+        self.cluster_id = self._cluster_id(data_dir)
+        self.log_manager = LogManager(
+            self.fs, [data_dir], self.clock, cluster_id=self.cluster_id, node_id=node_id
+        )
+        self.controller = QuorumController(
+            self.fs,
+            data_dir,
+            self.clock,
+            self.rng,
+            ControllerConfig(
+                node_id=node_id,
+                cluster_id=self.cluster_id,
+                num_partitions=num_partitions,
+                default_replication_factor=default_replication_factor,
+            ),
+        )
+        self.replicas = ReplicaManager(
+            self.log_manager, lambda: self.controller.image, topic_defaults or {}, node_id
+        )
         self.connections: set[KafkaConnection] = set()
         self.dispatcher = Dispatcher(routes)
+        self._advertised = (advertised_host or host or "127.0.0.1", advertised_port)
         self.server = KafkaServer(
             self,
             self.dispatcher,
@@ -41,15 +98,44 @@ class Broker:
             max_frame_size=max_request_bytes,
             idle_timeout_ms=idle_ms,
         )
+        self.data_arrived = asyncio.Event()
+        self.replicas.on_append(self._wake_fetches)
+
+    def _cluster_id(self, data_dir: str) -> str:
+        path = join(data_dir, "meta.properties")
+        if self.fs.exists(path):
+            cluster_id = read_meta_properties(self.fs, path).cluster_id
+            if cluster_id:
+                return cluster_id
+        return new_cluster_id(self.rng)
+
+    def _wake_fetches(self) -> None:
+        self.data_arrived.set()
+        self.data_arrived = asyncio.Event()
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.controller.image
 
     @property
     def port(self) -> int:
         return self.server.port
 
+    @property
+    def advertised(self) -> tuple[str, int]:
+        host, port = self._advertised
+        return host, port if port is not None else self.port
+
     async def start(self) -> None:
         await self.server.start()
+        host, port = self.advertised
+        endpoint = BrokerEndpoint("PLAINTEXT", host, port, PLAINTEXT)
+        registration = self.controller.register_broker(self.node_id, [endpoint]).response
+        self.controller.unfence_broker(self.node_id, registration.broker_epoch)
 
     async def stop(self) -> None:
         await self.server.stop()
         for conn in list(self.connections):
             conn.close()
+        self.log_manager.shutdown()
+        self.controller.close()

@@ -5,6 +5,11 @@ ApiVersions advertises exactly these routes.
 """
 
 from millpond.broker.dispatch import Route
-from millpond.broker.handlers import api_versions
+from millpond.broker.handlers import api_versions, list_offsets, metadata, produce
 
-ROUTES: tuple[Route, ...] = (api_versions.ROUTE,)
+ROUTES: tuple[Route, ...] = (
+    produce.ROUTE,
+    list_offsets.ROUTE,
+    metadata.ROUTE,
+    api_versions.ROUTE,
+)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,19 +27,31 @@ _open_clients: list[Client] = []
 @contextmanager
 def running_broker(**kwargs: Any) -> Iterator[Broker]:
     loop = asyncio.new_event_loop()
+    data = tempfile.TemporaryDirectory(prefix="millpond-test-")
+    kwargs.setdefault("data_dir", data.name)
+    asyncio.set_event_loop(loop)
     broker = Broker(port=0, **kwargs)
+    asyncio.set_event_loop(None)
     started = threading.Event()
+    failure: list[BaseException] = []
 
     def run() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(broker.start())
-        started.set()
+        try:
+            loop.run_until_complete(broker.start())
+        except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+            failure.append(exc)
+            return
+        finally:
+            started.set()
         loop.run_forever()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    if not started.wait(10):
+    if not started.wait(30):
         raise RuntimeError("broker did not start")
+    if failure:
+        raise failure[0]
     try:
         yield broker
     finally:
@@ -48,6 +61,7 @@ def running_broker(**kwargs: Any) -> Iterator[Broker]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+        data.cleanup()
 
 
 class Client:

@@ -1,0 +1,91 @@
+"""ListOffsets (key 2), v1-11: offsets by timestamp, and the special targets.
+
+Behaviour, as Apache Kafka 4.4:
+- -2 earliest (the log start offset), -1 latest (the high watermark for
+  read_uncommitted, the last stable offset for read_committed: equal until
+  transactions exist), -3 the record with the largest timestamp (v7+), -4 earliest
+  local (= earliest: no tiered storage), and real timestamps: the first offset whose
+  record timestamp is at or after the target, or offset -1 and timestamp -1 when no
+  record is that recent.
+- Leader epoch (v4+) of the answer's offset; FENCED_LEADER_EPOCH /
+  UNKNOWN_LEADER_EPOCH when the request's current leader epoch is older/newer than the
+  image's; UNKNOWN_TOPIC_OR_PARTITION for unknown partitions.
+- Not yet: -5 (earliest pending upload, tiered storage), follower replica requests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.list_offsets_request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+)
+from millpond.wire.generated.api.list_offsets_response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+    from millpond.controller.image import TopicImage
+
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+def handle(broker: Broker, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    topics = []
+    for wanted in request.topics:
+        topic = broker.image.topic(wanted.name)
+        partitions = [_list_offset(broker, topic, p, ctx.api_version) for p in wanted.partitions]
+        topics.append(ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
+    return ListOffsetsResponse(topics=topics)
+
+
+def _answer(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:
+    return ListOffsetsPartitionResponse(
+        partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1
+    )
+
+
+def _list_offset(
+    broker: Broker, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
+) -> ListOffsetsPartitionResponse:
+    index = wanted.partition_index
+    registration = topic.partitions.get(index) if topic is not None else None
+    if topic is None or registration is None:
+        return _answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    current = wanted.current_leader_epoch
+    if current >= 0 and current != registration.leader_epoch:
+        older = current < registration.leader_epoch
+        return _answer(
+            index, ErrorCode.FENCED_LEADER_EPOCH if older else ErrorCode.UNKNOWN_LEADER_EPOCH
+        )
+    log = broker.replicas.log(topic, index)
+    if log is None:
+        return _answer(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    target = wanted.timestamp
+    if target == EARLIEST_LOCAL_TIMESTAMP:
+        target = EARLIEST_TIMESTAMP
+    if target == MAX_TIMESTAMP and version < 7:
+        return _answer(index, ErrorCode.UNSUPPORTED_VERSION)
+    if target == LATEST_TIMESTAMP:
+        offset, leader_epoch = log.high_watermark, registration.leader_epoch
+        return ListOffsetsPartitionResponse(
+            partition_index=index, timestamp=-1, offset=offset, leader_epoch=leader_epoch
+        )
+    found = log.find_offset_by_timestamp(target)
+    if found is None:
+        return _answer(index, ErrorCode.NONE)
+    epoch = found.leader_epoch if found.leader_epoch is not None else registration.leader_epoch
+    return ListOffsetsPartitionResponse(
+        partition_index=index, timestamp=found.timestamp, offset=found.offset, leader_epoch=epoch
+    )
+
+
+ROUTE = Route(2, 1, 11, handle)

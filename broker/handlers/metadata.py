@@ -1,0 +1,123 @@
+"""Metadata (key 3), v0-13: brokers, controller, topics and their partitions.
+
+Behaviour, as Apache Kafka 4.4:
+- Brokers: every unfenced broker of the image with its advertised endpoint; the
+  controller id is this node (combined mode), so kafkajs finds it among the brokers.
+- Topics: v0 sends all topics for an empty list; v1+ all for null, none for empty.
+  v10+ carry topic ids; v12+ may ask by id (unknown id: UNKNOWN_TOPIC_ID, name null).
+- Auto-creation: a missing topic asked for by name is created when the request allows
+  it (v4+ ``allow_auto_topic_creation``, always before) and ``auto.create.topics.enable``
+  is on; like Kafka, that answer says LEADER_NOT_AVAILABLE with no partitions and the
+  client asks again. An illegal name gets INVALID_TOPIC_EXCEPTION; creation off gets
+  UNKNOWN_TOPIC_OR_PARTITION.
+- Partitions: leader, leader epoch (v7+), replicas, ISR, offline replicas (v5+).
+- Not implemented: authorized-operations bitfields (no authorizer yet: left at their
+  "not requested" default); rack ids.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.controller.image import MetadataImage, TopicImage
+from millpond.controller.replication_control import CreatableTopic
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.metadata_request import MetadataRequest
+from millpond.wire.generated.api.metadata_response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from millpond.wire.primitives import ZERO_UUID
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    image = broker.image
+    version = ctx.api_version
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [describe_topic(t) for t in _all_topics(image)]
+    else:
+        allow_create = request.allow_auto_topic_creation if version >= 4 else True
+        topics = []
+        for wanted in request.topics:
+            if version >= 12 and wanted.name is None:
+                found = image.topic_by_id(wanted.topic_id)
+                topics.append(
+                    describe_topic(found)
+                    if found is not None
+                    else MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id
+                    )
+                )
+                continue
+            name = wanted.name or ""
+            topic = image.topic(name)
+            if topic is not None:
+                topics.append(describe_topic(topic))
+            else:
+                topics.append(_missing_topic(broker, name, allow_create))
+                image = broker.image
+    host, port = broker.advertised
+    brokers = [
+        MetadataResponseBroker(node_id=b.broker_id, host=e.host, port=e.port, rack=b.rack)
+        for b in image.brokers.values()
+        if not b.fenced
+        for e in b.endpoints[:1]
+    ] or [MetadataResponseBroker(node_id=broker.node_id, host=host, port=port)]
+    return MetadataResponse(
+        brokers=brokers,
+        cluster_id=image.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+    )
+
+
+def _all_topics(image: MetadataImage) -> list[TopicImage]:
+    return sorted(image.topics_by_id.values(), key=lambda t: t.name)
+
+
+def describe_topic(topic: TopicImage) -> MetadataResponseTopic:
+    partitions = [
+        MetadataResponsePartition(
+            error_code=ErrorCode.NONE,
+            partition_index=index,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas),
+            isr_nodes=list(p.isr),
+            offline_replicas=[],
+        )
+        for index, p in sorted(topic.partitions.items())
+    ]
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+
+
+def _missing_topic(broker: Broker, name: str, allow_create: bool) -> MetadataResponseTopic:
+    if not (allow_create and broker.auto_create_topics):
+        return MetadataResponseTopic(
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
+        )
+    [result] = broker.controller.create_topics([CreatableTopic(name)]).response
+    code = result.error.code
+    if code == ErrorCode.NONE or code == ErrorCode.TOPIC_ALREADY_EXISTS:
+        code = ErrorCode.LEADER_NOT_AVAILABLE
+    elif code != ErrorCode.INVALID_TOPIC_EXCEPTION:
+        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return MetadataResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID)
+
+
+ROUTE = Route(3, 0, 13, handle)

@@ -1,0 +1,126 @@
+"""Every Kafka configuration millpond knows, under Kafka's names: the broker table and the
+topic table, the topic configs' broker synonyms, and how unknown keys are classified.
+
+The rows and their building blocks live in sibling modules (``config_defs_types``,
+``config_defs_server``, ``config_defs_log``, ``config_defs_coord``); this module is the
+one to import.
+"""
+
+from __future__ import annotations
+
+from millpond.broker.config_defs_coord import COORDINATOR_CONFIGS
+from millpond.broker.config_defs_log import LOG_CONFIGS, TOPIC_CONFIGS, TOPIC_SYNONYMS
+from millpond.broker.config_defs_server import (
+    DEFAULT_LISTENERS,
+    DEFAULT_SECURITY_PROTOCOL_MAP,
+    SECURITY_PROTOCOLS,
+    SERVER_CONFIGS,
+)
+from millpond.broker.config_defs_types import (
+    ConfigDefinition,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    Importance,
+    Value,
+    default_value,
+    parse_list,
+    parse_value,
+    to_kafka_string,
+)
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "DEFAULT_LISTENERS",
+    "DEFAULT_SECURITY_PROTOCOL_MAP",
+    "SECURITY_PROTOCOLS",
+    "TOPIC_CONFIGS",
+    "TOPIC_SYNONYMS",
+    "UNSUPPORTED_PREFIXES",
+    "ConfigDefinition",
+    "ConfigError",
+    "ConfigSource",
+    "ConfigType",
+    "Importance",
+    "Value",
+    "broker_synonyms",
+    "default_value",
+    "parse_list",
+    "parse_value",
+    "to_kafka_string",
+    "unknown_key_warning",
+]
+
+
+def _merge(*tables: dict[str, ConfigDefinition]) -> dict[str, ConfigDefinition]:
+    out: dict[str, ConfigDefinition] = {}
+    for part in tables:
+        for name, row in part.items():
+            if name in out:
+                raise AssertionError(f"broker config {name} defined twice")
+            out[name] = row
+    return dict(sorted(out.items()))
+
+
+#: Every broker config millpond knows, by name (sorted).
+BROKER_CONFIGS: dict[str, ConfigDefinition] = _merge(
+    SERVER_CONFIGS, LOG_CONFIGS, COORDINATOR_CONFIGS
+)
+
+#: Kafka setting families millpond does not implement (TLS, SASL, per-listener
+#: overrides, tiered storage plug-ins, share and streams groups, ...): a key under one of
+#: these is reported as unsupported rather than unknown.
+UNSUPPORTED_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "listener.name.",
+    "principal.builder.",
+    "security.providers",
+    "connections.max.reauth.ms",
+    "delegation.token.",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
+    "remote.log.",
+    "remote.fetch.",
+    "remote.list.offsets.",
+    "rlmm.",
+    "rsm.",
+    "group.share.",
+    "group.streams.",
+    "share.",
+    "errors.deadletterqueue.",
+    "client.telemetry.",
+    "metadata.log.",
+    "controller.quorum.",
+    "zookeeper.",
+    "confluent.",
+    "log.message.format.version",
+    "inter.broker.protocol.version",
+)
+
+_LOG_ROLL = ("log.roll.ms", "log.roll.hours")
+_LOG_ROLL_JITTER = ("log.roll.jitter.ms", "log.roll.jitter.hours")
+_LOG_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+_LOG_FLUSH = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker configs that share a meaning with ``name``, highest precedence first
+    (Kafka's ``DynamicBrokerConfig.brokerConfigSynonyms``); just ``(name,)`` for most."""
+    for group in (_LOG_ROLL, _LOG_ROLL_JITTER, _LOG_RETENTION):
+        if name in group:
+            return group
+    if name == _LOG_FLUSH[0]:
+        return _LOG_FLUSH
+    return (name,)
+
+
+def unknown_key_warning(key: str) -> str:
+    """The warning for a key that is not in :data:`BROKER_CONFIGS`."""
+    if key in TOPIC_CONFIGS:
+        synonyms = TOPIC_SYNONYMS.get(key)
+        hint = f"; the broker-wide default is {synonyms[0][0]}" if synonyms else ""
+        return f"{key} is a topic config, not a broker config; ignored{hint}"
+    if key.startswith(UNSUPPORTED_PREFIXES):
+        return f"{key} is a Kafka setting millpond does not support yet; ignored"
+    return f"unknown config {key}; ignored"

@@ -14,8 +14,10 @@ import base64
 import random
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from millpond.broker.config import BrokerConfig
+from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.handlers import ROUTES
 from millpond.broker.replica_manager import ReplicaManager
@@ -68,6 +70,8 @@ class Broker:
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
         self.fs.makedirs(data_dir)
+        self.data_dir = data_dir
+        self._lock = DirLock(data_dir) if isinstance(self.fs, OsFileSystem) else None
         self.cluster_id = self._cluster_id(data_dir)
         self.log_manager = LogManager(
             self.fs, [data_dir], self.clock, cluster_id=self.cluster_id, node_id=node_id
@@ -100,6 +104,27 @@ class Broker:
         )
         self.data_arrived = asyncio.Event()
         self.replicas.on_append(self._wake_fetches)
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
+        """A broker as ``server.properties`` describes it (first listener, first log dir)."""
+        listener = config.listeners[0]
+        advertised = config.advertised_listeners[0]
+        return cls(
+            data_dir=config.log_dirs[0],
+            node_id=config.node_id,
+            host=listener.host,
+            port=listener.port,
+            advertised_host=advertised.resolved().host,
+            advertised_port=advertised.port or None,
+            max_request_bytes=config.socket_request_max_bytes,
+            idle_ms=config.connections_max_idle_ms,
+            num_partitions=config.num_partitions,
+            default_replication_factor=config.default_replication_factor,
+            auto_create_topics=config.auto_create_topics_enable,
+            topic_defaults=config.topic_defaults(),
+            **kwargs,
+        )
 
     def _cluster_id(self, data_dir: str) -> str:
         path = join(data_dir, "meta.properties")
@@ -139,3 +164,5 @@ class Broker:
             conn.close()
         self.log_manager.shutdown()
         self.controller.close()
+        if self._lock is not None:
+            self._lock.release()

@@ -1,19 +1,79 @@
-"""The ``millpond`` command line."""
+"""The ``millpond`` command line: ``millpond serve`` runs a single-node broker.
 
+Configuration is Kafka's: ``--config server.properties`` and repeated ``--override
+key=value``, as ``kafka-server-start`` takes them. SIGTERM and SIGINT stop the broker
+cleanly (stop accepting, close connections, flush, write the clean-shutdown state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
 import sys
+
+from millpond import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="millpond", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"millpond {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run a single-node broker (broker and controller)")
+    serve.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
+    serve.add_argument(
+        "--override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="set one property, after the file (repeatable)",
+    )
+    return parser
+
+
+async def _serve(config_path: str | None, overrides: list[str]) -> int:
+    from millpond.broker.config import ConfigError, load_config
+    from millpond.broker.dir_lock import DataDirLockedError
+    from millpond.broker.node import Broker
+
+    log = logging.getLogger("millpond")
+    try:
+        config, warnings = load_config(config_path, overrides)
+    except (ConfigError, OSError) as exc:
+        sys.stderr.write(f"millpond: {exc}\n")
+        return 2
+    for warning in warnings:
+        log.warning("%s", warning)
+    try:
+        broker = Broker.from_config(config)
+    except DataDirLockedError as exc:
+        sys.stderr.write(f"millpond: {exc}\n")
+        return 1
+    await broker.start()
+    host, port = broker.advertised
+    sys.stdout.write(
+        f"millpond {__version__} listening on {host}:{port} "
+        f"(cluster {broker.cluster_id}, node {broker.node_id}), data in {broker.data_dir}\n"
+    )
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await broker.stop()
+    sys.stdout.write("millpond stopped cleanly\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] in (["--version"], ["version"]):
-        from millpond import __version__
-
-        sys.stdout.write(f"millpond {__version__}\n")
-        return 0
-    sys.stderr.write(
-        "millpond: no broker yet; this build has the wire layer only "
-        "(see README.md for what is supported).\n"
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.command == "serve":
+        return asyncio.run(_serve(args.config, args.override))
     return 2
 
 

@@ -1,0 +1,88 @@
+"""``millpond serve`` as a user runs it: a real process, its output, its signals."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
+
+from .harness import Client
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _serve(data: Path, port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "millpond",
+            "serve",
+            "--override",
+            f"log.dirs={data}",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_listens_refuses_a_second_broker_and_stops_cleanly(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _serve(tmp_path, port)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # blocks until the broker is listening
+        assert f"listening on 127.0.0.1:{port}" in line and str(tmp_path) in line
+        client = Client(port)
+        _, body = client.request(ApiVersionsRequest(), 0)
+        assert body.error_code == ErrorCode.NONE
+        client.close()
+
+        second = _serve(tmp_path, _free_port())
+        _, err = second.communicate(timeout=30)
+        assert second.returncode == 1
+        assert "in use by another broker" in err
+
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "stopped cleanly" in out
+        assert (tmp_path / ".kafka_cleanshutdown").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "millpond",
+            "serve",
+            "--override",
+            "num.partitions=zero",
+            "--override",
+            f"log.dirs={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "num.partitions" in result.stderr

@@ -5,11 +5,20 @@ ApiVersions advertises exactly these routes.
 """
 
 from millpond.broker.dispatch import Route
-from millpond.broker.handlers import api_versions, list_offsets, metadata, produce
+from millpond.broker.handlers import (
+    api_versions,
+    fetch,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
 
 ROUTES: tuple[Route, ...] = (
     produce.ROUTE,
     list_offsets.ROUTE,
     metadata.ROUTE,
     api_versions.ROUTE,
+    fetch.ROUTE,
+    offset_for_leader_epoch.ROUTE,
 )

@@ -16,10 +16,12 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from millpond.broker.config import BrokerConfig
+from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.handlers import ROUTES
+from millpond.broker.handlers.init_producer_id import controller_blocks
+from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.server import KafkaServer
 from millpond.controller.controller import ControllerConfig, QuorumController
@@ -43,6 +45,26 @@ def new_cluster_id(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
+def _config_of(
+    data_dir: str, node_id: int, host: str, port: int, num_partitions: int,
+    replication_factor: int, auto_create: bool, max_request_bytes: int, idle_ms: int,
+) -> BrokerConfig:  # fmt: skip
+    props = {
+        "node.id": str(node_id),
+        "log.dirs": data_dir,
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "num.partitions": str(num_partitions),
+        "default.replication.factor": str(replication_factor),
+        "auto.create.topics.enable": str(auto_create).lower(),
+        "socket.request.max.bytes": str(max_request_bytes),
+        "connections.max.idle.ms": str(idle_ms),
+    }
+    try:
+        return build_config(props, env={})[0]
+    except ConfigError:  # e.g. a wildcard bind address: describe the defaults instead
+        return build_config({"node.id": str(node_id), "log.dirs": data_dir}, env={})[0]
+
+
 class Broker:
     def __init__(
         self,
@@ -63,8 +85,15 @@ class Broker:
         fs: FileSystem | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        config: BrokerConfig | None = None,
     ) -> None:
         self.node_id = node_id
+        #: The configuration DescribeConfigs reports (``from_config``'s, else one built
+        #: from these arguments).
+        self.config: BrokerConfig = config or _config_of(
+            data_dir, node_id, host, port, num_partitions, default_replication_factor,
+            auto_create_topics, max_request_bytes, idle_ms,
+        )  # fmt: skip
         self.auto_create_topics = auto_create_topics
         self.fs = fs or OsFileSystem()
         self.clock = clock or SystemClock()
@@ -123,6 +152,7 @@ class Broker:
             default_replication_factor=config.default_replication_factor,
             auto_create_topics=config.auto_create_topics_enable,
             topic_defaults=config.topic_defaults(),
+            config=config,
             **kwargs,
         )
 
@@ -156,12 +186,17 @@ class Broker:
         host, port = self.advertised
         endpoint = BrokerEndpoint("PLAINTEXT", host, port, PLAINTEXT)
         registration = self.controller.register_broker(self.node_id, [endpoint]).response
+        # Producer ids come in blocks the controller grants this broker incarnation.
+        self.producer_ids = ProducerIdManager(
+            controller_blocks(self.controller, self.node_id, registration.broker_epoch)
+        )
         self.controller.unfence_broker(self.node_id, registration.broker_epoch)
 
     async def stop(self) -> None:
         await self.server.stop()
         for conn in list(self.connections):
             conn.close()
+        self.replicas.shutdown()  # producer state snapshots at each log end
         self.log_manager.shutdown()
         self.controller.close()
         if self._lock is not None:

@@ -8,11 +8,13 @@ from millpond.broker.dispatch import Route
 from millpond.broker.handlers import (
     api_versions,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
     produce,
 )
+from millpond.broker.handlers.admin import ADMIN_ROUTES
 
 ROUTES: tuple[Route, ...] = (
     produce.ROUTE,
@@ -21,4 +23,6 @@ ROUTES: tuple[Route, ...] = (
     api_versions.ROUTE,
     fetch.ROUTE,
     offset_for_leader_epoch.ROUTE,
+    init_producer_id.ROUTE,
+    *ADMIN_ROUTES,
 )

@@ -11,10 +11,19 @@ Behaviour, as Apache Kafka 4.4:
   each batch within ``max.message.bytes``; the broker rewrites the base offset and
   leader epoch (and timestamps for LogAppendTime topics) without decoding records.
   Errors: INVALID_RECORD, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE.
+- Idempotence (per producer and partition, :mod:`millpond.broker.producer_state`):
+  epochs are fenced (INVALID_PRODUCER_EPOCH), sequences must follow on
+  (OUT_OF_ORDER_SEQUENCE_NUMBER; a producer the partition does not know may start
+  anywhere), and a retry of one of the producer's last 5 batches appends nothing and is
+  answered NONE with the original base offset (and, as Kafka does, the original batch's
+  timestamp as the log append time). Control batches and producer-id batches without a
+  sequence: INVALID_RECORD; a non-transactional batch inside an open transaction:
+  INVALID_TXN_STATE. The state survives restarts (snapshots and a log replay).
 - The answer carries the base offset, the log append time (-1 for CreateTime topics)
   and the log start offset.
-- Not yet: idempotent sequence checks and transactions (producer ids are stored as
-  sent), INVALID_TIMESTAMP checks, keyless records on compacted topics.
+- Not yet: transactions (the coordinator, AddPartitionsToTxn verification, markers),
+  producer-state expiry on a timer, INVALID_TIMESTAMP checks, keyless records on
+  compacted topics.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""InitProducerId (key 22), v0-5: producer ids for idempotent producers.
+
+Behaviour, as Apache Kafka 4.4:
+- No transactional id (an idempotent producer): a fresh producer id with epoch 0,
+  whatever id and epoch the request carries (v3+ carry them when a producer asks for a
+  new id after an epoch bump of its own, KIP-360). The ids come from blocks of 1000
+  that the controller grants this broker (AllocateProducerIds, persisted as a
+  ``ProducerIdsRecord`` in the metadata log, so no id repeats across restarts); while
+  no block is at hand the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable).
+- ``producer_id`` and ``producer_epoch`` must be both -1 or both set: INVALID_REQUEST.
+- A transactional id: INVALID_REQUEST if empty, INVALID_TRANSACTION_TIMEOUT outside
+  (0, ``transaction.max.timeout.ms``], otherwise COORDINATOR_NOT_AVAILABLE until the
+  transaction coordinator exists (see :func:`~millpond.broker.producer_ids.init_producer_id`).
+- Errors carry producer id and epoch -1; before v4, PRODUCER_FENCED is sent as
+  INVALID_PRODUCER_EPOCH.
+- Not yet: the transaction coordinator (transactional ids), 2PC (v6, KIP-939, unstable
+  in Kafka 4.4 and not advertised).
+
+Version notes: v1 is v0 (throttling after the response, KIP-219); v2 is flexible; v3
+adds the producer id and epoch to the request (KIP-360); v4 allows PRODUCER_FENCED
+(KIP-588); v5 marks a client that speaks transactions v2 (KIP-890).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.broker.producer_ids import (
+    ProducerIdsBlock,
+    init_producer_id,
+    init_producer_id_error_for_version,
+)
+from millpond.wire.generated.api.init_producer_id_request import InitProducerIdRequest
+from millpond.wire.generated.api.init_producer_id_response import InitProducerIdResponse
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+    from millpond.controller.controller import QuorumController
+
+_log = logging.getLogger("millpond.broker")
+
+
+def controller_blocks(
+    controller: QuorumController, broker_id: int, broker_epoch: int
+) -> Callable[[], ProducerIdsBlock | None]:
+    """The ``next_block`` of a :class:`~millpond.broker.producer_ids.ProducerIdManager`:
+    each call asks the controller for the next block (which it commits to the metadata
+    log before answering); None, logged, when the controller refuses (a stale broker
+    epoch, ids exhausted)."""
+
+    def next_block() -> ProducerIdsBlock | None:
+        result = controller.allocate_producer_ids(broker_id, broker_epoch).response
+        if result.error.is_failure:
+            _log.warning(
+                "no producer id block for broker %d: %s %s",
+                broker_id,
+                result.error.code.name,
+                result.error.message or "",
+            )
+            return None
+        return ProducerIdsBlock(broker_id, result.producer_id_start, result.producer_id_len)
+
+    return next_block
+
+
+def handle(
+    broker: Broker, ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
+    result = init_producer_id(
+        transactional_id=request.transactional_id,
+        transaction_timeout_ms=request.transaction_timeout_ms,
+        producer_id=request.producer_id,
+        producer_epoch=request.producer_epoch,
+        generate_producer_id=broker.producer_ids.generate_producer_id,
+        enable_2pc=request.enable2_pc,
+        keep_prepared_txn=request.keep_prepared_txn,
+    )
+    return InitProducerIdResponse(
+        error_code=init_producer_id_error_for_version(result.error, ctx.api_version),
+        producer_id=result.producer_id,
+        producer_epoch=result.producer_epoch,
+    )
+
+
+ROUTE = Route(22, 0, 5, handle)

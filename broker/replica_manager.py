@@ -107,6 +107,10 @@ class ReplicaManager:
         if log is None:
             config = self.log_config(topic.name)
             log = self._logs.get_or_create_log(topic.name, partition, topic.topic_id, config)
+        if log.high_watermark < log.log_end_offset:
+            # A single node is its partitions' whole ISR: everything in a log it leads
+            # is committed, also what a previous run of this broker wrote.
+            log.update_high_watermark(log.log_end_offset)
         return log
 
     def producer_state(self, topic: TopicImage, partition: int) -> ProducerStateManager | None:

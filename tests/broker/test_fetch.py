@@ -8,6 +8,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -516,3 +517,17 @@ def test_librdkafka_consumer_reads_what_was_appended(broker: Broker) -> None:
             assert got[partition] == list(enumerate(values))
     finally:
         consumer.close()
+
+
+def test_data_written_before_a_restart_is_readable_after_it(tmp_path: Path) -> None:
+    with running_broker(data_dir=str(tmp_path)) as first:
+        create_topic(first, "t")
+        append(first, "t", 0, [b"before"])
+    with running_broker(data_dir=str(tmp_path)) as second:
+        client = Client(second.port)
+        topic = second.image.topic("t")
+        assert topic is not None
+        response = fetch(client, fetch_request([("t", topic.topic_id, 0, 0)]), 12)
+        [part] = partitions(response)
+        assert part.error_code == 0 and part.high_watermark == 1
+        assert part.records is not None and len(part.records) > 0

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import random
 import uuid
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
@@ -80,7 +79,6 @@ class Broker:
         num_partitions: int = 1,
         default_replication_factor: int = 1,
         auto_create_topics: bool = True,
-        topic_defaults: Mapping[str, str] | None = None,
         routes: tuple[Route, ...] = ROUTES,
         fs: FileSystem | None = None,
         clock: Clock | None = None,
@@ -118,7 +116,7 @@ class Broker:
             ),
         )
         self.replicas = ReplicaManager(
-            self.log_manager, lambda: self.controller.image, topic_defaults or {}, node_id
+            self.log_manager, lambda: self.controller.image, self.config.log_config, node_id
         )
         self.connections: set[KafkaConnection] = set()
         self.dispatcher = Dispatcher(routes)
@@ -151,7 +149,6 @@ class Broker:
             num_partitions=config.num_partitions,
             default_replication_factor=config.default_replication_factor,
             auto_create_topics=config.auto_create_topics_enable,
-            topic_defaults=config.topic_defaults(),
             config=config,
             **kwargs,
         )

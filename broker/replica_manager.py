@@ -70,7 +70,7 @@ class ReplicaManager:
         self,
         log_manager: LogManager,
         image: Callable[[], MetadataImage],
-        topic_defaults: Mapping[str, str],
+        log_config: Callable[[Mapping[str, str]], LogConfig],
         node_id: int,
         *,
         clock: Clock | None = None,
@@ -78,7 +78,7 @@ class ReplicaManager:
     ) -> None:
         self._logs = log_manager
         self._image = image
-        self._defaults = dict(topic_defaults)
+        self._log_config = log_config
         self.node_id = node_id
         self._clock: Clock = clock or SystemClock()
         self._producer_id_expiration_ms = producer_id_expiration_ms
@@ -90,12 +90,12 @@ class ReplicaManager:
         self._on_append.append(callback)
 
     def log_config(self, topic: str) -> LogConfig:
-        """The topic's effective config: broker-level defaults overlaid by its own."""
-        props = {**self._defaults, **self._image().topic_config(topic)}
+        """The topic's effective config: broker-level defaults overlaid by its own (the
+        broker config knows which topic configs storage uses)."""
         try:
-            return LogConfig.from_properties(props)
+            return self._log_config(self._image().topic_config(topic))
         except ConfigError:
-            return LogConfig.from_properties(self._defaults)
+            return self._log_config({})
 
     def log(self, topic: TopicImage, partition: int) -> Log | None:
         """The partition's log, created on first use; None if the image has no such

@@ -50,6 +50,7 @@ def test_serve_listens_refuses_a_second_broker_and_stops_cleanly(tmp_path: Path)
         _, body = client.request(ApiVersionsRequest(), 0)
         assert body.error_code == ErrorCode.NONE
         client.close()
+        _round_trip(port)
 
         second = _serve(tmp_path, _free_port())
         _, err = second.communicate(timeout=30)
@@ -65,6 +66,28 @@ def test_serve_listens_refuses_a_second_broker_and_stops_cleanly(tmp_path: Path)
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def _round_trip(port: int) -> None:
+    """Produce and consume with kafka-python, as the README's quick start does."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+    for i in range(3):
+        producer.send("quickstart", key=b"k", value=b"hello %d" % i).get(timeout=30)
+    producer.close(timeout=10)
+    consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}")
+    partition = TopicPartition("quickstart", 0)
+    consumer.assign([partition])
+    consumer.seek_to_beginning(partition)
+    values: list[bytes] = []
+    for _ in range(30):  # bounded: each poll waits at most 1 s
+        if len(values) >= 3:
+            break
+        for records in consumer.poll(timeout_ms=1000).values():
+            values.extend(record.value for record in records)
+    consumer.close()
+    assert values == [b"hello 0", b"hello 1", b"hello 2"]
 
 
 def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:

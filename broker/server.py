@@ -117,6 +117,9 @@ class KafkaConnection(asyncio.Protocol):
             result = route.handler(self._broker, ctx, request)
             if inspect.isawaitable(result):
                 result = await result
+            if result is None:
+                return None
+            return self._dispatcher.encode(ctx, result)
         except CloseConnection:
             raise
         except Exception:
@@ -129,9 +132,6 @@ class KafkaConnection(asyncio.Protocol):
                 ctx.client_id,
             )
             raise CloseConnection from None
-        if result is None:
-            return None
-        return self._dispatcher.encode(ctx, result)
 
     def close(self) -> None:
         self._closing = True

@@ -56,6 +56,15 @@ def _answer(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:
 def _list_offset(
     broker: Broker, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
 ) -> ListOffsetsPartitionResponse:
+    answer = _lookup(broker, topic, wanted, version)
+    if version < 4:
+        answer.leader_epoch = -1  # not in the schema before v4
+    return answer
+
+
+def _lookup(
+    broker: Broker, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
+) -> ListOffsetsPartitionResponse:
     index = wanted.partition_index
     registration = topic.partitions.get(index) if topic is not None else None
     if topic is None or registration is None:

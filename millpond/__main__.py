@@ -29,7 +29,39 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="set one property, after the file (repeatable)",
     )
+    ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
+    ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
+    ping.add_argument("--timeout-ms", type=int, default=5000)
     return parser
+
+
+def _ping(bootstrap: str, timeout_ms: int) -> int:
+    """Exit 0 if the broker answers ApiVersions without an error (Docker's healthcheck)."""
+    import socket
+    import struct
+
+    from millpond.wire import RequestHeader, decode_response, encode_request
+    from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
+
+    host, _, port = bootstrap.rpartition(":")
+    header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=1)
+    frame = encode_request(header, ApiVersionsRequest())
+    try:
+        with socket.create_connection((host or "localhost", int(port)), timeout_ms / 1000) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            data = b""
+            while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("closed before answering")
+                data += chunk
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"millpond ping: {bootstrap}: {exc}\n")
+        return 1
+    _, body = decode_response(data[4:], 18, 0)
+    error = getattr(body, "error_code", -1)
+    sys.stdout.write(f"{bootstrap}: ApiVersions error code {error}\n")
+    return 0 if error == 0 else 1
 
 
 async def _serve(config_path: str | None, overrides: list[str]) -> int:
@@ -74,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         return asyncio.run(_serve(args.config, args.override))
+    if args.command == "ping":
+        return _ping(args.bootstrap_server, args.timeout_ms)
     return 2
 
 

@@ -1,4 +1,5 @@
-"""Fixtures of the compat tests: the reference Apache Kafka 4.4 broker, one per test session."""
+"""Fixtures of the compat tests: the reference Apache Kafka 4.4 broker and a ``millpond serve``,
+one of each per test session."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from compat_tests.harness import millpond_server
 from compat_tests.kafka.reference import KafkaNotInstalledError, RunningBroker, start_broker
 
 
@@ -25,3 +27,12 @@ def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runnin
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def millpond_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One ``millpond serve`` on a free loopback port for the whole session (its data and log
+    in a session tmp dir), started by the first test that asks for it; yields its bootstrap
+    ``127.0.0.1:PORT``. Tests share it, so each names its own topics."""
+    with millpond_server(tmp_path_factory.mktemp("millpond")) as bootstrap:
+        yield bootstrap

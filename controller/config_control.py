@@ -105,6 +105,12 @@ def _duplicate_keys(configs: Sequence[AlterableConfig]) -> bool:
     return len(names) != len(set(names))
 
 
+#: Topic config defaults, where APPEND and SUBTRACT start when the topic does not set the
+#: key (Kafka starts from the config definition's default, e.g. ``delete`` for
+#: cleanup.policy, so APPEND compact gives ``delete,compact``).
+_TOPIC_DEFAULTS = LogConfig().to_properties()
+
+
 def _is_list(resource: ConfigResource, key: str) -> bool:
     return resource.type == ConfigResourceType.TOPIC and key in TOPIC_LIST_CONFIGS
 
@@ -129,7 +135,10 @@ def _incremental(
                     ErrorCode.INVALID_CONFIG,
                     f"Can't {verb} to key {op.name} because its type is not LIST.",
                 )
-            items = [v for v in new.get(op.name, "").split(",") if v]
+            current_value = new.get(op.name)
+            if current_value is None:  # not set on the resource: start from the default
+                current_value = _TOPIC_DEFAULTS.get(op.name, "")
+            items = [v for v in current_value.split(",") if v]
             values = [v.strip() for v in (op.value or "").split(",") if v.strip()]
             if op.op == AlterConfigOp.APPEND:
                 items += [v for v in values if v not in items]

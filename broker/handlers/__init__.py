@@ -8,6 +8,7 @@ from millpond.broker.dispatch import Route
 from millpond.broker.handlers import (
     api_versions,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
@@ -24,5 +25,6 @@ ROUTES: tuple[Route, ...] = (
     fetch.ROUTE,
     offset_for_leader_epoch.ROUTE,
     init_producer_id.ROUTE,
+    find_coordinator.ROUTE,
     *ADMIN_ROUTES,
 )

@@ -1,0 +1,65 @@
+"""FindCoordinator (key 10), v0-6: which broker coordinates a group or a transaction.
+
+Behaviour, as Apache Kafka 4.4:
+- v0-3 ask for one key (``key_type`` from v1), v4+ for many (``coordinator_keys``), each
+  answered in ``coordinators``.
+- Key type 0 (group): this node, the only broker. The group APIs themselves arrive with
+  consumer groups (issue 6); serving the lookup already matters: librdkafka enables
+  features such as LZ4 only when FindCoordinator is advertised.
+- Key type 1 (transaction) and 2 (share group): COORDINATOR_NOT_AVAILABLE, retriable,
+  until those coordinators exist (InitProducerId answers transactional ids the same way).
+- Any other key type: INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.find_coordinator_request import FindCoordinatorRequest
+from millpond.wire.generated.api.find_coordinator_response import (
+    Coordinator,
+    FindCoordinatorResponse,
+)
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+BATCHED_VERSION = 4
+
+
+def _lookup(broker: Broker, key: str, key_type: int) -> Coordinator:
+    if key_type == GROUP:
+        host, port = broker.advertised
+        return Coordinator(key=key, node_id=broker.node_id, host=host, port=port)
+    if key_type in (TRANSACTION, SHARE):
+        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator of this type yet"
+    else:
+        code, message = ErrorCode.INVALID_REQUEST, f"Unknown coordinator type: {key_type}"
+    return Coordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message
+    )
+
+
+def handle(
+    broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
+    key_type = request.key_type if ctx.api_version >= 1 else GROUP
+    if ctx.api_version >= BATCHED_VERSION:
+        return FindCoordinatorResponse(
+            coordinators=[_lookup(broker, key, key_type) for key in request.coordinator_keys]
+        )
+    found = _lookup(broker, request.key, key_type)
+    return FindCoordinatorResponse(
+        error_code=found.error_code,
+        error_message=found.error_message if ctx.api_version >= 1 else None,
+        node_id=found.node_id,
+        host=found.host,
+        port=found.port,
+    )
+
+
+ROUTE = Route(10, 0, 6, handle)

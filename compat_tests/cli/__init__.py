@@ -1,0 +1,1 @@
+"""The kcat driver: see ../SCENARIOS.md."""

@@ -1,0 +1,1 @@
+"""Drivers for the Python clients (kafka-python, confluent-kafka, aiokafka): see ../SCENARIOS.md."""

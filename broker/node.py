@@ -27,6 +27,8 @@ from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.image import BrokerEndpoint, MetadataImage
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
+from millpond.storage.config import ConfigError as LogConfigError
+from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, OsFileSystem, join
 from millpond.storage.log_manager import LogManager
 
@@ -100,9 +102,6 @@ class Broker:
         self.data_dir = data_dir
         self._lock = DirLock(data_dir) if isinstance(self.fs, OsFileSystem) else None
         self.cluster_id = self._cluster_id(data_dir)
-        self.log_manager = LogManager(
-            self.fs, [data_dir], self.clock, cluster_id=self.cluster_id, node_id=node_id
-        )
         self.controller = QuorumController(
             self.fs,
             data_dir,
@@ -114,6 +113,16 @@ class Broker:
                 num_partitions=num_partitions,
                 default_replication_factor=default_replication_factor,
             ),
+        )
+        # After the controller: logs opened at load (after an unclean shutdown) or on first
+        # use (after a clean one) take their topic's config from the metadata image.
+        self.log_manager = LogManager(
+            self.fs,
+            [data_dir],
+            self.clock,
+            cluster_id=self.cluster_id,
+            node_id=node_id,
+            topic_config=self._topic_log_config,
         )
         self.replicas = ReplicaManager(
             self.log_manager, lambda: self.controller.image, self.config.log_config, node_id
@@ -160,6 +169,13 @@ class Broker:
             if cluster_id:
                 return cluster_id
         return new_cluster_id(self.rng)
+
+    def _topic_log_config(self, topic: str) -> LogConfig:
+        """The topic's configs over the broker's topic defaults (as ReplicaManager's)."""
+        try:
+            return self.config.log_config(self.controller.image.topic_config(topic))
+        except LogConfigError:
+            return self.config.log_config()
 
     def _wake_fetches(self) -> None:
         self.data_arrived.set()

@@ -83,16 +83,17 @@ async def _serve(config_path: str | None, overrides: list[str]) -> int:
         sys.stderr.write(f"millpond: {exc}\n")
         return 1
     await broker.start()
+    # Before the "listening" line: a SIGTERM sent as soon as it appears must stop cleanly.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     host, port = broker.advertised
     sys.stdout.write(
         f"millpond {__version__} listening on {host}:{port} "
         f"(cluster {broker.cluster_id}, node {broker.node_id}), data in {broker.data_dir}\n"
     )
     sys.stdout.flush()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await broker.stop()
     sys.stdout.write("millpond stopped cleanly\n")

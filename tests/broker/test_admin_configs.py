@@ -215,12 +215,13 @@ def test_incremental_alter_configs_set_delete_append_subtract() -> None:
         r = _incremental(client, "t", ("segment.ms", 0, "60000"), ("retention.ms", 1, None))
         assert r.error_code == ErrorCode.NONE
         assert broker.image.topic_config("t") == {"segment.ms": "60000"}
+        # APPEND to a key the topic does not set starts from its default (Kafka 4.4).
         assert _incremental(client, "t", ("cleanup.policy", 2, "compact")).error_code == 0
-        assert broker.image.topic_config("t")["cleanup.policy"] == "compact"
+        assert broker.image.topic_config("t")["cleanup.policy"] == "delete,compact"
         assert _incremental(client, "t", ("cleanup.policy", 2, "delete")).error_code == 0
-        assert broker.image.topic_config("t")["cleanup.policy"] == "compact,delete"
-        assert _incremental(client, "t", ("cleanup.policy", 3, "compact")).error_code == 0
-        assert broker.image.topic_config("t")["cleanup.policy"] == "delete"
+        assert broker.image.topic_config("t")["cleanup.policy"] == "delete,compact"
+        assert _incremental(client, "t", ("cleanup.policy", 3, "delete")).error_code == 0
+        assert broker.image.topic_config("t")["cleanup.policy"] == "compact"
 
 
 def test_incremental_alter_configs_errors_as_kafka() -> None:

@@ -1,26 +1,39 @@
-"""Shared machinery of the fixed-size-entry index files (``.index`` and ``.timeindex``).
+"""Shared machinery of the index files (``.index``, ``.timeindex``, and ``.txnindex``).
 
 A segment's offset and time indexes are flat files of big-endian, fixed-size entries
 with no header and no checksum: Kafka rebuilds them from the ``.log`` when they look
 wrong, so they only need to be cheap to read and easy to sanity-check. This module
 holds what both kinds share: opening and loading the file lazily, appending an entry to
-the file and to an in-memory copy, truncating to a number of entries, syncing, trimming
-a torn tail, renaming, deleting, and the checks that decide whether an index must be
-rebuilt. :mod:`offset_index` and :mod:`time_index` add the entry layouts and lookups.
+the in-memory copy and writing it out later, truncating to a number of entries, syncing,
+trimming a torn tail, renaming, deleting, the checks that decide whether an index must
+be rebuilt, and what the two entry layouts have in common (the relative offsets).
+:mod:`offset_index` and :mod:`time_index` add the entry layouts and lookups.
+:class:`IndexPath` (the file handle, renaming, deleting, writing after the valid bytes)
+also serves :mod:`txn_index`.
 
 Where we differ from Kafka, and why
 -----------------------------------
 Kafka memory-maps each index and preallocates it to ``segment.index.bytes`` (zero
 filled), trimming it to the valid entries when the segment is rolled or closed. We keep
-the file exactly as long as its entries (append only, never preallocated) and keep the
-entries in typed arrays (``array``) searched with ``bisect``, so a lookup is O(log n) in
-C and nothing is mapped. The bytes on disk are the same as a trimmed Kafka index, so
-Kafka's tools read our files, and we read Kafka's: a file whose length is not a multiple
-of the entry size is loaded as its whole entries (the tail is ignored, as Kafka's loader
-does) but fails :meth:`IndexFile.sanity_check`, exactly as in Kafka; :meth:`close`
+the file exactly as long as its entries (never preallocated) and keep the entries in
+typed arrays (``array``) searched with ``bisect``, so a lookup is O(log n) in C and
+nothing is mapped. The bytes on disk are the same as a trimmed Kafka index, so Kafka's
+tools read our files, and we read Kafka's: a file whose length is not a multiple of the
+entry size is loaded as its whole entries (the tail is ignored, as Kafka's loader does)
+but fails :meth:`IndexFile.sanity_check`, exactly as in Kafka; :meth:`IndexFile.close`
 trims such a tail away, as Kafka's close trims to the valid size. A Kafka index left
 untrimmed by an unclean shutdown (its zero-filled preallocated tail reads as entries)
 fails our stricter order checks and so gets rebuilt, which Kafka's recovery does anyway.
+
+Appended entries are *pending*: they live in the arrays only, and reach the file (one
+write for all of them) on :meth:`IndexFile.flush`, on roll
+(:meth:`IndexFile.trim_to_valid_size`) and on :meth:`IndexFile.close`. That is what
+Kafka's mmap amounts to (entries sit in the page cache until the segment is flushed),
+without a ``pwrite`` of a few bytes per produce request. Durability is unchanged: a
+flushed segment has its entries written and synced; after an unclean shutdown the
+segments past the recovery point are recovered and their indexes rebuilt from the
+``.log``. A failed write leaves the entries pending (and the file's torn part is cut
+before the next try), so the error surfaces from the flush, roll or close.
 
 Loading is lazy: constructing an index neither opens nor reads its file (opening ten
 thousand partitions must not read every index); the first operation that needs the
@@ -33,16 +46,20 @@ Instances are not thread-safe: the owning segment serializes access to them.
 
 from __future__ import annotations
 
+import sys
 from array import array
+from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import islice
 from operator import le, lt
 from typing import ClassVar
 
-from millpond.storage.fs import File, FileSystem
+from millpond.storage.fs import Buffer, File, FileSystem
 
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes' default
+#: The arrays hold native-order integers; the files are big-endian.
+SWAP_BYTES = sys.byteorder == "little"
 
 # The entry arrays use C int for int32 fields and long long for int64 ones.
 if array("i").itemsize != 4 or array("q").itemsize != 8:  # pragma: no cover
@@ -78,17 +95,90 @@ def is_non_decreasing(values: Sequence[int]) -> bool:
     return all(map(le, values, islice(values, 1, None)))
 
 
-class IndexFile:
+class IndexPath:
+    """An index's file: its path, a handle opened on demand, the length last seen
+    (a torn tail included), renaming and deleting. Subclasses keep the entries and
+    implement :meth:`_forget_entries`."""
+
+    def __init__(self, fs: FileSystem, path: str) -> None:
+        self._fs = fs
+        self._path = path
+        self._file: File | None = None
+        self._loaded = False
+        # Bytes in the file as far as we know: the written entries, plus a partial tail
+        # when the file was torn (by a crash, or by a failed write).
+        self._length = 0
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the file has been read (for tests of laziness and for diagnostics)."""
+        return self._loaded
+
+    def _handle(self) -> File:
+        if self._file is None:
+            self._file = self._fs.open(self._path, create=True)
+        return self._file
+
+    def _close_handle(self) -> None:
+        if self._file is not None:
+            handle, self._file = self._file, None
+            handle.close()
+
+    def _write_after(self, valid: int, data: Buffer) -> None:
+        """Write ``data`` after the first ``valid`` bytes of the file, cutting a torn
+        tail first so entries stay aligned. If the write fails, the file's length is
+        re-read so the next write (or a trim) cuts whatever part of ``data`` got in."""
+        handle = self._handle()
+        if self._length != valid:
+            handle.truncate(valid)
+            self._length = valid
+        try:
+            handle.append(data)
+        except BaseException:
+            self._length = handle.size()
+            raise
+        self._length += len(data)
+
+    def rename_to(self, new_path: str) -> None:
+        """Rename the file (e.g. to ``.deleted``); the index keeps working at the new path."""
+        self._close_handle()
+        if self._fs.exists(self._path):
+            self._fs.rename(self._path, new_path)
+        self._path = new_path
+
+    def delete(self) -> bool:
+        """Remove the file; True if it existed. The index is empty afterwards."""
+        self._close_handle()
+        self._forget_entries()
+        self._length = 0
+        self._loaded = False
+        if not self._fs.exists(self._path):
+            return False
+        self._fs.remove(self._path)
+        return True
+
+    def _forget_entries(self) -> None:
+        """Drop the in-memory entries (pending ones included)."""
+        raise NotImplementedError
+
+
+class IndexFile(IndexPath):
     """A file of ``entry_size``-byte entries mirrored by in-memory arrays.
 
     Subclasses set :attr:`entry_size` and implement :meth:`_load_entries`,
-    :meth:`_truncate_entries` and :meth:`_check_entries`; they append through
-    :meth:`_append_entry`, which writes the file first and only then lets the subclass
-    update its arrays, so a failed write leaves the in-memory entries unchanged.
+    :meth:`_encode_entries`, :meth:`_truncate_entries`, :meth:`_check_entries` and
+    :meth:`_check_order`; they append to their arrays (``_relative`` among them, the
+    entries' offsets relative to the base offset) and count the entry in ``_count``.
+    Entries from ``_written`` on are pending (see the module docstring).
     """
 
     entry_size: ClassVar[int]
     kind: ClassVar[str] = "index"
+    _relative: array[int]
 
     def __init__(
         self,
@@ -99,23 +189,16 @@ class IndexFile:
     ) -> None:
         if max_index_size < self.entry_size:
             raise ValueError(f"invalid max index size {max_index_size} for {path}")
-        self._fs = fs
-        self._path = path
+        super().__init__(fs, path)
         self._base_offset = base_offset
         self._max_index_size = max_index_size
-        self._file: File | None = None
-        self._keep_open = False  # set once an entry is appended (the active segment)
-        self._loaded = False
+        self._max_entries = max_index_size // self.entry_size
+        self._keep_open = False  # set once entries are written (the active segment)
         self._count = 0
-        # Bytes in the file as far as we know: entries * entry_size, plus a partial tail
-        # when the file was torn (by a crash, or by a failed append).
-        self._length = 0
+        self._written = 0  # entries in the file; the rest are pending
+        self._load_entries(memoryview(b""), 0)
 
     # -- properties ----------------------------------------------------------------------
-
-    @property
-    def path(self) -> str:
-        return self._path
 
     @property
     def base_offset(self) -> int:
@@ -127,33 +210,34 @@ class IndexFile:
 
     @property
     def max_entries(self) -> int:
-        return self._max_index_size // self.entry_size
-
-    @property
-    def is_loaded(self) -> bool:
-        """Whether the file has been read (for tests of laziness and for diagnostics)."""
-        return self._loaded
+        return self._max_entries
 
     @property
     def entries(self) -> int:
-        """The number of entries (loads the file)."""
+        """The number of entries, pending ones included (loads the file)."""
         self._ensure_loaded()
         return self._count
 
     @property
+    def pending_entries(self) -> int:
+        """Entries appended but not yet written to the file."""
+        return self._count - self._written
+
+    @property
     def is_full(self) -> bool:
         self._ensure_loaded()
-        return self._count >= self.max_entries
+        return self._count >= self._max_entries
 
     @property
     def size_in_bytes(self) -> int:
-        """Bytes taken by the valid entries."""
+        """Bytes taken by the valid entries (pending ones included)."""
         self._ensure_loaded()
         return self._count * self.entry_size
 
     @property
     def length(self) -> int:
-        """The file's length as last seen (may include a torn tail)."""
+        """The file's length as last seen (may include a torn tail; excludes pending
+        entries)."""
         self._ensure_loaded()
         return self._length
 
@@ -176,17 +260,23 @@ class IndexFile:
         if max_index_size < self.entry_size:
             raise ValueError(f"invalid max index size {max_index_size} for {self._path}")
         self._max_index_size = max_index_size
+        self._max_entries = max_index_size // self.entry_size
+
+    def to_bytes(self) -> bytes:
+        """The valid entries exactly as they are (or will be) on disk."""
+        self._ensure_loaded()
+        return self._encode_entries(0)
+
+    def _check_slot(self, n: int) -> None:
+        self._ensure_loaded()
+        if not 0 <= n < self._count:
+            raise IndexError(f"entry {n} of {self._path}, which has {self._count} entries")
 
     # -- loading -------------------------------------------------------------------------
 
     def load(self) -> None:
         """Open (creating it if missing) and read the file now, if not done yet."""
         self._ensure_loaded()
-
-    def _handle(self) -> File:
-        if self._file is None:
-            self._file = self._fs.open(self._path, create=True)
-        return self._file
 
     def _ensure_loaded(self) -> None:
         if self._loaded:
@@ -196,7 +286,7 @@ class IndexFile:
         data = handle.read_at(0, size) if size else b""
         count = len(data) // self.entry_size
         self._load_entries(memoryview(data)[: count * self.entry_size], count)
-        self._count = count
+        self._count = self._written = count
         self._length = len(data)
         self._loaded = True
         if not self._keep_open:
@@ -206,25 +296,19 @@ class IndexFile:
 
     # -- mutation ------------------------------------------------------------------------
 
-    def _append_entry(self, data: bytes) -> None:
-        """Write one encoded entry at the end of the valid entries.
-
-        A torn tail (left by a crash or a failed append) is cut off first, so entries
-        stay aligned. If the write fails, the file's length is re-read so the next
-        append (or :meth:`close`) trims whatever part of the entry got written."""
+    def _write_pending(self) -> None:
+        """Write the pending entries to the file, after the written ones."""
+        written, count = self._written, self._count
+        if written == count:
+            return
         self._keep_open = True
-        handle = self._handle()
-        valid = self._count * self.entry_size
-        if self._length != valid:
-            handle.truncate(valid)
-            self._length = valid
-        try:
-            handle.append(data)
-        except BaseException:
-            self._length = handle.size()
-            raise
-        self._length += len(data)
-        self._count += 1
+        self._write_after(written * self.entry_size, self._encode_entries(written))
+        self._written = count
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every entry whose offset is >= ``offset``."""
+        self._ensure_loaded()
+        self.truncate_to_entries(bisect_left(self._relative, offset - self._base_offset))
 
     def truncate_to_entries(self, n: int) -> None:
         """Keep only the first ``n`` entries (more than there are: no change)."""
@@ -236,9 +320,10 @@ class IndexFile:
         self._ensure_loaded()
         n = min(n, self._count)
         size = n * self.entry_size
-        if size != self._length:
+        if size < self._length:
             self._handle().truncate(size)
-        self._length = size
+            self._length = size
+        self._written = min(self._written, n)
         self._count = n
         self._truncate_entries(n)
 
@@ -247,15 +332,19 @@ class IndexFile:
         handle = self._handle()
         if not self._loaded or self._length:
             handle.truncate(0)
-        self._load_entries(memoryview(b""), 0)
-        self._count = 0
+        self._forget_entries()
         self._length = 0
         self._loaded = True
 
+    def _forget_entries(self) -> None:
+        self._load_entries(memoryview(b""), 0)
+        self._count = self._written = 0
+
     def trim_to_valid_size(self) -> None:
-        """Cut a torn tail so the file holds whole entries only (Kafka trims on roll and
-        close; our files have no preallocated space, so only a torn tail can be cut)."""
+        """Write the pending entries and cut a torn tail, so the file holds exactly the
+        valid entries (done on roll; Kafka trims its preallocated files then)."""
         if self._loaded:
+            self._write_pending()
             valid = self._count * self.entry_size
             if self._length != valid:
                 self._handle().truncate(valid)
@@ -268,13 +357,15 @@ class IndexFile:
             self._handle().truncate(size - size % self.entry_size)
 
     def flush(self) -> None:
-        """Make the appended entries durable (nothing to do if the file was never written)."""
+        """Write the pending entries and make the file durable (nothing to do if the file
+        was never written)."""
+        self._write_pending()
         if self._file is not None:
             self._file.sync()
 
     def close(self) -> None:
-        """Trim a torn tail and release the file handle. The in-memory entries are kept;
-        any later use reopens the file."""
+        """Write the pending entries, trim a torn tail and release the file handle. The
+        in-memory entries are kept; any later use reopens the file."""
         try:
             self.trim_to_valid_size()
         finally:
@@ -282,28 +373,7 @@ class IndexFile:
 
     def _close_handle(self) -> None:
         self._keep_open = False
-        if self._file is not None:
-            handle, self._file = self._file, None
-            handle.close()
-
-    def rename_to(self, new_path: str) -> None:
-        """Rename the file (e.g. to ``.deleted``); the index keeps working at the new path."""
-        self._close_handle()
-        if self._fs.exists(self._path):
-            self._fs.rename(self._path, new_path)
-        self._path = new_path
-
-    def delete(self) -> bool:
-        """Remove the file; True if it existed. The index is empty afterwards."""
-        self._close_handle()
-        self._load_entries(memoryview(b""), 0)
-        self._count = 0
-        self._length = 0
-        self._loaded = False
-        if not self._fs.exists(self._path):
-            return False
-        self._fs.remove(self._path)
-        return True
+        super()._close_handle()
 
     # -- checks --------------------------------------------------------------------------
 
@@ -322,10 +392,23 @@ class IndexFile:
             )
         self._check_order()
 
+    def _check_last_offset(self) -> None:
+        """Kafka's check shared by both kinds: the last entry is not below the base."""
+        if self._count and self._relative[-1] < 0:
+            raise CorruptIndexError(
+                f"corrupt {self.kind} {self._path}: it has entries but its last offset "
+                f"{self._base_offset + self._relative[-1]} is below the base offset "
+                f"{self._base_offset}"
+            )
+
     # -- subclass hooks ------------------------------------------------------------------
 
     def _load_entries(self, data: memoryview, count: int) -> None:
         """Replace the in-memory entries with the ``count`` entries in ``data``."""
+        raise NotImplementedError
+
+    def _encode_entries(self, start: int) -> bytes:
+        """The file's bytes of the in-memory entries from ``start`` on."""
         raise NotImplementedError
 
     def _truncate_entries(self, n: int) -> None:

@@ -22,14 +22,21 @@ Not thread-safe; the caller serializes every call on one log (Kafka's log lock).
 from __future__ import annotations
 
 import random
+import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
+from millpond.storage import log_read
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import Buffer, FileSystem
 from millpond.storage.leader_epochs import LeaderEpochCache
 from millpond.storage.log_loader import load_log, new_segment
+
+# ListOffsets' special targets, re-exported (the broker imports them from here).
+from millpond.storage.log_read import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
+from millpond.storage.log_read import LATEST_TIMESTAMP as LATEST_TIMESTAMP
+from millpond.storage.log_read import MAX_TIMESTAMP as MAX_TIMESTAMP
 from millpond.storage.log_types import (
     CorruptRecordError,
     InvalidAppendOffsetError,
@@ -46,13 +53,11 @@ from millpond.storage.retention import (
     retention_ms_breached,
 )
 from millpond.storage.segment import LogSegment
-from millpond.storage.segment_read import FetchData, FileRegion, TimestampAndOffset
+from millpond.storage.segment_read import FetchData, TimestampAndOffset
 from millpond.wire.exceptions import DecodeError
-from millpond.wire.records import RecordBatch, iter_batches
+from millpond.wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch, iter_batches
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
+_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch: its size minus LOG_OVERHEAD
 
 
 class Log:
@@ -162,35 +167,49 @@ class Log:
         it (replication) the batches keep their offsets, which must start at or after
         the log end and increase. A CRC is checked unless the caller already did.
         """
-        self._check_online()
+        if self._offline:
+            self._check_online()
         view = memoryview(records).cast("B")
         if assign_offsets and view.readonly:
             view = memoryview(bytearray(view))
-        batches = self._walk(view, validate_crc)
-        if len(view) > self.config.segment_bytes:
-            raise RecordTooLargeError(f"{len(view)} bytes exceed segment.bytes")
+        config = self.config
+        size = len(view)
+        batches = self._walk(view, validate_crc, config.max_message_bytes)
+        if size > config.segment_bytes:
+            raise RecordTooLargeError(f"{size} bytes exceed segment.bytes")
         now = self._clock.now_ms()
-        info = self._stamp(batches, assign_offsets, leader_epoch, now)
-        segment = self._maybe_roll(info, len(view), now)
+        info = self._stamp(batches, assign_offsets, leader_epoch, now, size)
+        segment = self._segments[-1]
+        if segment.should_roll(config, size, info.max_timestamp, info.last_offset, now):
+            segment = self.roll(info.first_offset)
         try:
-            segment.append(view, batches)
+            segment.append(view, batches, now)
         except BaseException:
             self._offline = segment.failed
             raise
         self._log_end_offset = info.last_offset + 1
-        self._note_epochs(batches, assign_offsets, leader_epoch)
-        if self._log_end_offset - self._recovery_point >= self.config.flush_messages:
+        if self.leader_epochs is not None:
+            self._note_epochs(batches, assign_offsets, leader_epoch)
+        if self._log_end_offset - self._recovery_point >= config.flush_messages:
             self.flush()
         return info
 
-    def _walk(self, view: memoryview, validate_crc: bool) -> list[RecordBatch]:
-        limit = self.config.max_message_bytes
+    @staticmethod
+    def _walk(view: memoryview, validate_crc: bool, limit: int) -> list[RecordBatch]:
+        """The batches in ``view``, after the length, magic, size and CRC checks."""
+        size = len(view)
         try:
-            batches = list(iter_batches(view))
+            # One batch (most requests): RecordBatch checks it as the walk would.
+            one = size >= BATCH_HEADER_SIZE and (
+                _BATCH_LENGTH.unpack_from(view, 8)[0] + LOG_OVERHEAD == size
+            )
+            batches = [RecordBatch(view)] if one else list(iter_batches(view))
         except DecodeError as exc:
             raise CorruptRecordError(str(exc)) from None
         if not batches:
             raise CorruptRecordError("no record batches to append")
+        if not validate_crc and size <= limit:
+            return batches  # nothing to check: no batch can be over the limit
         for batch in batches:
             if batch.size_in_bytes > limit:
                 raise RecordTooLargeError(
@@ -201,9 +220,10 @@ class Log:
         return batches
 
     def _stamp(
-        self, batches: list[RecordBatch], assign: bool, epoch: int, now: int
+        self, batches: list[RecordBatch], assign: bool, epoch: int, now: int, size: int
     ) -> LogAppendInfo:
-        """Stamp (leader) or check (replica) offsets; gather what the append reports."""
+        """Stamp (leader) or check (replica) offsets; gather what the append reports
+        (``size``: the bytes of the batches, which fill the request exactly)."""
         next_offset = self._log_end_offset
         append_time = now if assign and self.config.log_append_time else -1
         max_ts, offset_of_max, count = -1, -1, 0
@@ -217,11 +237,12 @@ class Log:
                 raise InvalidAppendOffsetError(
                     f"batch at {batch.base_offset} does not follow offset {next_offset - 1}"
                 )
-            next_offset = batch.last_offset + 1
-            if batch.max_timestamp > max_ts:
-                max_ts, offset_of_max = batch.max_timestamp, batch.last_offset
+            last = batch.last_offset
+            next_offset = last + 1
+            timestamp = batch.max_timestamp
+            if timestamp > max_ts:
+                max_ts, offset_of_max = timestamp, last
             count += batch.records_count
-        size = sum(b.size_in_bytes for b in batches)
         first = batches[0].base_offset
         return LogAppendInfo(
             first, next_offset - 1, max_ts, offset_of_max, append_time,
@@ -229,8 +250,6 @@ class Log:
         )  # fmt: skip
 
     def _note_epochs(self, batches: list[RecordBatch], assigned: bool, epoch: int) -> None:
-        if self.leader_epochs is None:
-            return
         if assigned:
             if epoch >= 0:
                 self._assign_epoch(epoch, batches[0].base_offset)
@@ -250,12 +269,6 @@ class Log:
             cache.assign(epoch, start_offset)
 
     # -- roll --------------------------------------------------------------------------------
-
-    def _maybe_roll(self, info: LogAppendInfo, size: int, now: int) -> LogSegment:
-        active = self._segments[-1]
-        if active.should_roll(self.config, size, info.max_timestamp, info.last_offset, now):
-            return self.roll(info.first_offset)
-        return active
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(``expected_next_offset``, log end). The old
@@ -293,53 +306,20 @@ class Log:
                 f"offset {start_offset} is outside [{self._log_start_offset}, "
                 f"{self._log_end_offset}]"
             )
-        upper = (
-            self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
+        end = self._log_end_offset
+        upper = end if max_offset is None else min(max_offset, end)
+        return log_read.read_segments(
+            self._segments, self._bases, start_offset, max_bytes, upper, end, min_one_message
         )
-        i = max(0, bisect_right(self._bases, start_offset) - 1)
-        while start_offset < upper and i < len(self._segments):
-            segment = self._segments[i]
-            max_position = self._max_position(i, upper)
-            data = segment.read(start_offset, max_bytes, max_position, min_one_message)
-            if data is not None:
-                return data
-            i += 1
-        active = self._segments[-1]
-        end = active.size
-        return FetchData(start_offset, active.base_offset, end, FileRegion(active.log_file, end, 0))
-
-    def _max_position(self, i: int, upper: int) -> int:
-        """Where reads of segment ``i`` must stop to stay below offset ``upper``."""
-        segment = self._segments[i]
-        following = self._bases[i + 1] if i + 1 < len(self._bases) else self._log_end_offset
-        if upper >= following:
-            return segment.size
-        hit = segment.translate_offset(upper)
-        return hit.position if hit is not None else segment.size
 
     def find_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: the first record with a timestamp >= ``timestamp``, or the
         special targets -2 (earliest), -1 (latest) and -3 (the record with the largest
         timestamp). None when no record is that recent."""
-        epochs = self.leader_epochs
-        if timestamp == EARLIEST_TIMESTAMP:
-            epoch = epochs.epoch_for_offset(self._log_start_offset) if epochs else None
-            return TimestampAndOffset(-1, self._log_start_offset, epoch)
-        if timestamp == LATEST_TIMESTAMP:
-            epoch = epochs.latest_epoch if epochs else None
-            return TimestampAndOffset(-1, self._log_end_offset, epoch)
-        if timestamp == MAX_TIMESTAMP:
-            newest = max(self._segments, key=lambda s: s.max_timestamp_so_far.timestamp)
-            best = newest.max_timestamp_so_far.timestamp
-            if best < 0:
-                return None
-            return newest.find_offset_by_timestamp(best, self._log_start_offset)
-        for segment in self._segments:
-            if segment.max_timestamp_so_far.timestamp >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        return log_read.find_offset_by_timestamp(
+            self._segments, timestamp, self._log_start_offset, self._log_end_offset,
+            self.leader_epochs,
+        )  # fmt: skip
 
     # -- truncation ------------------------------------------------------------------------
 

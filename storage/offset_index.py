@@ -18,25 +18,20 @@ Kafka's mmapped, preallocated files) is in :mod:`index_file`.
 
 from __future__ import annotations
 
-import struct
-import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
-from millpond.storage.fs import FileSystem
 from millpond.storage.index_file import (
-    DEFAULT_MAX_INDEX_SIZE,
     INT32_MAX,
+    SWAP_BYTES,
     CorruptIndexError,
     IndexFile,
     IndexFullError,
+    IndexOffsetOverflowError,
     IndexOrderError,
     is_strictly_increasing,
 )
-
-_ENTRY = struct.Struct(">ii")
-_SWAP = sys.byteorder == "little"
 
 
 class OffsetPosition(NamedTuple):
@@ -49,17 +44,7 @@ class OffsetIndex(IndexFile):
 
     entry_size = 8
     kind = "offset index"
-
-    def __init__(
-        self,
-        fs: FileSystem,
-        path: str,
-        base_offset: int,
-        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
-    ) -> None:
-        super().__init__(fs, path, base_offset, max_index_size)
-        self._relative = array("i")  # relative offsets, strictly increasing
-        self._positions = array("i")
+    _positions: array[int]  # with _relative (strictly increasing): one pair per entry
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -72,9 +57,7 @@ class OffsetIndex(IndexFile):
         return self._base_offset + self._relative[-1]
 
     def entry(self, n: int) -> OffsetPosition:
-        self._ensure_loaded()
-        if not 0 <= n < self._count:
-            raise IndexError(f"entry {n} of {self._path}, which has {self._count} entries")
+        self._check_slot(n)
         return OffsetPosition(self._base_offset + self._relative[n], self._positions[n])
 
     def all_entries(self) -> list[OffsetPosition]:
@@ -112,64 +95,59 @@ class OffsetIndex(IndexFile):
             return None
         return OffsetPosition(self._base_offset + self._relative[slot], self._positions[slot])
 
-    def to_bytes(self) -> bytes:
-        """The valid entries exactly as they are (or should be) on disk."""
-        self._ensure_loaded()
-        both = array("i", bytes(8 * self._count))
-        both[0::2] = self._relative
-        both[1::2] = self._positions
-        if _SWAP:
-            both.byteswap()
-        return both.tobytes()
-
     # -- writes --------------------------------------------------------------------------
 
     def append(self, offset: int, position: int) -> None:
-        """Index ``offset`` (a batch's last offset) at ``position`` in the .log.
+        """Index ``offset`` (a batch's last offset) at ``position`` in the .log (pending
+        until the next flush, roll or close: see :mod:`index_file`).
 
         Raises :class:`IndexFullError`, :class:`IndexOrderError` when ``offset`` is not
         above the last entry, or :class:`IndexOffsetOverflowError`."""
-        self._ensure_loaded()
-        if self._count >= self.max_entries:
-            raise IndexFullError(f"{self._path} is full ({self._count} entries)")
-        if self._count and offset <= self._base_offset + self._relative[-1]:
+        if not self._loaded:
+            self._ensure_loaded()
+        count = self._count
+        if count >= self._max_entries:
+            raise IndexFullError(f"{self._path} is full ({count} entries)")
+        relative = offset - self._base_offset
+        if count and relative <= self._relative[-1]:
             raise IndexOrderError(
                 f"offset {offset} is not above the last offset "
                 f"{self._base_offset + self._relative[-1]} of {self._path}"
             )
-        relative = self.relative_offset(offset)
+        if not 0 <= relative <= INT32_MAX:
+            raise IndexOffsetOverflowError(
+                f"offset {offset} does not fit {self._path} (base offset {self._base_offset})"
+            )
         if not 0 <= position <= INT32_MAX:
             raise ValueError(f"position {position} does not fit {self._path}")
-        self._append_entry(_ENTRY.pack(relative, position))
         self._relative.append(relative)
         self._positions.append(position)
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop every entry whose offset is >= ``offset``."""
-        self._ensure_loaded()
-        self.truncate_to_entries(bisect_left(self._relative, offset - self._base_offset))
+        self._count = count + 1
 
     # -- hooks ---------------------------------------------------------------------------
 
     def _load_entries(self, data: memoryview, count: int) -> None:
         both = array("i")
         both.frombytes(data)
-        if _SWAP:
+        if SWAP_BYTES:
             both.byteswap()
         self._relative = both[0::2]
         self._positions = both[1::2]
+
+    def _encode_entries(self, start: int) -> bytes:
+        both = array("i", bytes(8 * (self._count - start)))
+        both[0::2] = self._relative[start:]
+        both[1::2] = self._positions[start:]
+        if SWAP_BYTES:
+            both.byteswap()
+        return both.tobytes()
 
     def _truncate_entries(self, n: int) -> None:
         del self._relative[n:]
         del self._positions[n:]
 
     def _check_entries(self) -> None:
-        if self._count and self._relative[-1] < 0:
-            raise CorruptIndexError(
-                f"corrupt offset index {self._path}: it has entries but its last offset "
-                f"{self._base_offset + self._relative[-1]} is below the base offset "
-                f"{self._base_offset}"
-            )
+        self._check_last_offset()
 
     def _check_order(self) -> None:
         if not is_strictly_increasing(self._relative):

@@ -186,42 +186,52 @@ class LogSegment:
         """Kafka's roll rule: the append would pass segment.bytes; the segment is
         non-empty and older than segment.ms minus its jitter; an index is full; or the
         append's last offset cannot be stored relative to this base offset."""
-        size = self.size
+        size = self._log.size()
         if size > config.segment_bytes - messages_size:
             return True
-        waited = self.time_waited_for_roll(now_ms, max_timestamp)
-        if size > 0 and waited > config.max_segment_ms - self.roll_jitter_ms:
+        if size > 0 and (
+            self.time_waited_for_roll(now_ms, max_timestamp)
+            > config.max_segment_ms - self.roll_jitter_ms
+        ):
             return True
+        if not self._indexes_checked:
+            self._check_indexes()
+        offset_index = self._offset_index
         return (
-            self.offset_index.is_full
-            or self.time_index.is_full
-            or not self.offset_index.can_append_offset(max_offset)
+            offset_index.is_full
+            or self._time_index.is_full
+            or not offset_index.can_append_offset(max_offset)
         )
 
     # -- append --------------------------------------------------------------------------
 
-    def append(self, records: Buffer, batches: Sequence[RecordBatch]) -> None:
+    def append(
+        self, records: Buffer, batches: Sequence[RecordBatch], now_ms: int | None = None
+    ) -> None:
         """Write ``records`` (whole, already validated and stamped batches; ``batches``
-        are their views, in order) with one file append.
+        are their views, in order) with one file append; ``now_ms`` (the clock's, by
+        default) is the time of the append.
 
         Index entries follow Kafka's LogSegment: per batch, once more than
         index.interval.bytes were written since the previous entry, an entry (the
         batch's last offset, the batch's position) goes to the offset index and the
         largest timestamp so far to the time index. Recovery rebuilds the same entries.
         """
-        n = len(records)
-        if not n:
+        if not records:
             return
+        if not self._indexes_checked:
+            self._check_indexes()
         largest_offset = batches[-1].last_offset
-        if not self.offset_index.can_append_offset(largest_offset):
+        if not self._offset_index.can_append_offset(largest_offset):
             raise SegmentOffsetOverflowError(
                 f"offset {largest_offset} does not fit segment {self.base_offset}"
             )
-        position = self._log.size()
+        log = self._log
+        position = log.size()
         saved = (self._max_ts, self._rolling_timestamp, self._bytes_since_index_entry)
-        entries = (self.offset_index.entries, self.time_index.entries)
+        entries = (self._offset_index.entries, self._time_index.entries)
         try:
-            self._log.append(records)
+            log.append(records)
             if position == 0:
                 self._rolling_timestamp = batches[0].max_timestamp
             self._index_batches(batches, position)
@@ -229,18 +239,20 @@ class LogSegment:
             self._max_ts, self._rolling_timestamp, self._bytes_since_index_entry = saved
             self._undo_append(position, entries)
             raise
-        self._last_modified_ms = self._clock.now_ms()
+        self._last_modified_ms = self._clock.now_ms() if now_ms is None else now_ms
 
     def _index_batches(self, batches: Sequence[RecordBatch], position: int) -> None:
         interval = self._index_interval
         since_entry = self._bytes_since_index_entry
-        best = self.max_timestamp_so_far
+        best = self._max_ts
+        if best is None:
+            best = self.max_timestamp_so_far
         for batch in batches:
             if batch.max_timestamp > best.timestamp:
                 best = self._max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
             if since_entry > interval:
-                self.offset_index.append(batch.last_offset, position)
-                self.time_index.maybe_append(*best)
+                self._offset_index.append(batch.last_offset, position)
+                self._time_index.maybe_append(best.timestamp, best.offset)
                 since_entry = 0
             size = batch.size_in_bytes
             position += size
@@ -248,11 +260,13 @@ class LogSegment:
         self._bytes_since_index_entry = since_entry
 
     def _undo_append(self, position: int, entries: tuple[int, int]) -> None:
+        """Cut the ``.log`` back to ``position`` and drop the index entries appended since
+        (pending ones: that only touches memory)."""
         try:
             if self._log.size() != position:
                 self._log.truncate(position)
-            self.offset_index.truncate_to_entries(entries[0])
-            self.time_index.truncate_to_entries(entries[1])
+            self._offset_index.truncate_to_entries(entries[0])
+            self._time_index.truncate_to_entries(entries[1])
         except OSError:
             self.failed = True
 
@@ -433,7 +447,9 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """On roll: record the largest timestamp in the time index (retention reads it
-        from there after a restart) and trim torn index tails."""
+        from there after a restart), write the pending index entries and trim torn index
+        tails, so an inactive segment's index files are complete (the cleaner sizes
+        them)."""
         best = self.max_timestamp_so_far
         self.time_index.maybe_append(best.timestamp, best.offset, skip_full_check=True)
         self.offset_index.trim_to_valid_size()

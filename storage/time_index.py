@@ -22,15 +22,12 @@ Kafka's mmapped, preallocated files) is in :mod:`index_file`.
 
 from __future__ import annotations
 
-import struct
-import sys
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from typing import NamedTuple
 
-from millpond.storage.fs import FileSystem
 from millpond.storage.index_file import (
-    DEFAULT_MAX_INDEX_SIZE,
+    SWAP_BYTES,
     CorruptIndexError,
     IndexFile,
     IndexFullError,
@@ -39,9 +36,6 @@ from millpond.storage.index_file import (
     is_strictly_increasing,
 )
 from millpond.wire.records.timestamp_type import NO_TIMESTAMP
-
-_ENTRY = struct.Struct(">qi")
-_SWAP = sys.byteorder == "little"
 
 
 class TimestampOffset(NamedTuple):
@@ -54,17 +48,7 @@ class TimeIndex(IndexFile):
 
     entry_size = 12
     kind = "time index"
-
-    def __init__(
-        self,
-        fs: FileSystem,
-        path: str,
-        base_offset: int,
-        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
-    ) -> None:
-        super().__init__(fs, path, base_offset, max_index_size)
-        self._timestamps = array("q")  # strictly increasing
-        self._relative = array("i")  # non-decreasing
+    _timestamps: array[int]  # strictly increasing; _relative (the offsets) non-decreasing
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -72,7 +56,7 @@ class TimeIndex(IndexFile):
     def is_full(self) -> bool:
         """Full one entry early: the last slot is kept for the roll/close entry."""
         self._ensure_loaded()
-        return self._count >= self.max_entries - 1
+        return self._count >= self._max_entries - 1
 
     @property
     def last_entry(self) -> TimestampOffset:
@@ -83,9 +67,7 @@ class TimeIndex(IndexFile):
         return TimestampOffset(self._timestamps[-1], self._base_offset + self._relative[-1])
 
     def entry(self, n: int) -> TimestampOffset:
-        self._ensure_loaded()
-        if not 0 <= n < self._count:
-            raise IndexError(f"entry {n} of {self._path}, which has {self._count} entries")
+        self._check_slot(n)
         return TimestampOffset(self._timestamps[n], self._base_offset + self._relative[n])
 
     def all_entries(self) -> list[TimestampOffset]:
@@ -105,56 +87,42 @@ class TimeIndex(IndexFile):
             return TimestampOffset(NO_TIMESTAMP, self._base_offset)
         return TimestampOffset(self._timestamps[slot], self._base_offset + self._relative[slot])
 
-    def to_bytes(self) -> bytes:
-        """The valid entries exactly as they are (or should be) on disk."""
-        self._ensure_loaded()
-        timestamps = array("q", self._timestamps)
-        relative = array("i", self._relative)
-        if _SWAP:
-            timestamps.byteswap()
-            relative.byteswap()
-        # Interleave 8-byte and 4-byte fields as three 4-byte words per entry.
-        words = array("i", bytes(12 * self._count))
-        halves = array("i", timestamps.tobytes())
-        words[0::3] = halves[0::2]
-        words[1::3] = halves[1::2]
-        words[2::3] = relative
-        return words.tobytes()
-
     # -- writes --------------------------------------------------------------------------
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Add ``(timestamp, offset)`` if ``timestamp`` is above the last entry's; return
-        whether it was added.
+        whether it was added (pending until the next flush, roll or close: see
+        :mod:`index_file`).
 
         Raises :class:`IndexFullError` (unless ``skip_full_check``, used on roll and
         close), and :class:`IndexOrderError` when ``offset`` or ``timestamp`` is below the
         last entry's (equal values are fine: re-offering the last entry is a no-op)."""
-        self._ensure_loaded()
-        if not skip_full_check and self._count >= self.max_entries - 1:
-            raise IndexFullError(f"{self._path} is full ({self._count} entries)")
-        last = self.last_entry
-        if self._count and offset < last.offset:
-            raise IndexOrderError(
-                f"offset {offset} is below the last offset {last.offset} of {self._path}"
-            )
-        if self._count and timestamp < last.timestamp:
-            raise IndexOrderError(
-                f"timestamp {timestamp} is below the last timestamp {last.timestamp} "
-                f"of {self._path}"
-            )
-        if timestamp <= last.timestamp:
+        if not self._loaded:
+            self._ensure_loaded()
+        count = self._count
+        if not skip_full_check and count >= self._max_entries - 1:
+            raise IndexFullError(f"{self._path} is full ({count} entries)")
+        if count:
+            last_timestamp = self._timestamps[-1]
+            last_offset = self._base_offset + self._relative[-1]
+            if offset < last_offset:
+                raise IndexOrderError(
+                    f"offset {offset} is below the last offset {last_offset} of {self._path}"
+                )
+            if timestamp < last_timestamp:
+                raise IndexOrderError(
+                    f"timestamp {timestamp} is below the last timestamp {last_timestamp} "
+                    f"of {self._path}"
+                )
+        else:
+            last_timestamp = NO_TIMESTAMP
+        if timestamp <= last_timestamp:
             return False
         relative = self.relative_offset(offset)
-        self._append_entry(_ENTRY.pack(timestamp, relative))
         self._timestamps.append(timestamp)
         self._relative.append(relative)
+        self._count = count + 1
         return True
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop every entry whose offset is >= ``offset``."""
-        self._ensure_loaded()
-        self.truncate_to_entries(bisect_left(self._relative, offset - self._base_offset))
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -169,11 +137,25 @@ class TimeIndex(IndexFile):
         timestamps = array("q")
         timestamps.frombytes(halves.tobytes())
         relative = words[2::3]
-        if _SWAP:
+        if SWAP_BYTES:
             timestamps.byteswap()
             relative.byteswap()
         self._timestamps = timestamps
         self._relative = relative
+
+    def _encode_entries(self, start: int) -> bytes:
+        timestamps = self._timestamps[start:]
+        relative = self._relative[start:]
+        if SWAP_BYTES:
+            timestamps.byteswap()
+            relative.byteswap()
+        # Interleave 8-byte and 4-byte fields as three 4-byte words per entry.
+        words = array("i", bytes(12 * len(relative)))
+        halves = array("i", timestamps.tobytes())
+        words[0::3] = halves[0::2]
+        words[1::3] = halves[1::2]
+        words[2::3] = relative
+        return words.tobytes()
 
     def _truncate_entries(self, n: int) -> None:
         del self._timestamps[n:]
@@ -185,12 +167,7 @@ class TimeIndex(IndexFile):
                 f"corrupt time index {self._path}: it has entries but its last timestamp "
                 f"{self._timestamps[-1]} is below its first timestamp {self._timestamps[0]}"
             )
-        if self._count and self._relative[-1] < 0:
-            raise CorruptIndexError(
-                f"corrupt time index {self._path}: it has entries but its last offset "
-                f"{self._base_offset + self._relative[-1]} is below the base offset "
-                f"{self._base_offset}"
-            )
+        self._check_last_offset()
 
     def _check_order(self) -> None:
         if not is_strictly_increasing(self._timestamps):

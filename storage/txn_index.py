@@ -33,8 +33,8 @@ import struct
 from itertools import pairwise
 from typing import NamedTuple
 
-from millpond.storage.fs import File, FileSystem
-from millpond.storage.index_file import CorruptIndexError, IndexOrderError
+from millpond.storage.fs import FileSystem
+from millpond.storage.index_file import CorruptIndexError, IndexOrderError, IndexPath
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -57,31 +57,20 @@ class AbortedTxn(NamedTuple):
         )
 
 
-class TransactionIndex:
-    """Aborted transactions of one segment (see the module docstring)."""
+class TransactionIndex(IndexPath):
+    """Aborted transactions of one segment (see the module docstring). Unlike the offset
+    and time indexes, an append writes the file at once (aborts are rare)."""
 
     def __init__(self, fs: FileSystem, path: str, start_offset: int) -> None:
-        self._fs = fs
-        self._path = path
+        super().__init__(fs, path)
         self._start_offset = start_offset
-        self._file: File | None = None
-        self._loaded = False
         self._txns: list[AbortedTxn] = []
-        self._length = 0  # bytes in the file as last seen, a torn tail included
 
     # -- properties ----------------------------------------------------------------------
 
     @property
-    def path(self) -> str:
-        return self._path
-
-    @property
     def start_offset(self) -> int:
         return self._start_offset
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._loaded
 
     @property
     def entries(self) -> int:
@@ -124,11 +113,6 @@ class TransactionIndex:
         self._length = length
         self._loaded = True
 
-    def _handle(self) -> File:
-        if self._file is None:
-            self._file = self._fs.open(self._path, create=True)
-        return self._file
-
     # -- reads ---------------------------------------------------------------------------
 
     def all_aborted(self) -> list[AbortedTxn]:
@@ -170,17 +154,7 @@ class TransactionIndex:
                 f"aborted transaction last offset {aborted.last_offset} is not above "
                 f"{self._txns[-1].last_offset}, the last one in {self._path}"
             )
-        handle = self._handle()
-        valid = len(self._txns) * ENTRY_SIZE
-        if self._length != valid:
-            handle.truncate(valid)
-            self._length = valid
-        try:
-            handle.append(aborted.to_bytes())
-        except BaseException:
-            self._length = handle.size()
-            raise
-        self._length += ENTRY_SIZE
+        self._write_after(len(self._txns) * ENTRY_SIZE, aborted.to_bytes())
         self._txns.append(aborted)
 
     def truncate_to(self, offset: int) -> None:
@@ -209,26 +183,10 @@ class TransactionIndex:
 
     def close(self) -> None:
         """Release the file handle (entries stay in memory; later use reopens the file)."""
-        if self._file is not None:
-            handle, self._file = self._file, None
-            handle.close()
+        self._close_handle()
 
-    def rename_to(self, new_path: str) -> None:
-        self.close()
-        if self._fs.exists(self._path):
-            self._fs.rename(self._path, new_path)
-        self._path = new_path
-
-    def delete(self) -> bool:
-        """Remove the file; True if it existed. The index is empty afterwards."""
-        self.close()
+    def _forget_entries(self) -> None:
         self._txns = []
-        self._length = 0
-        self._loaded = False
-        if not self._fs.exists(self._path):
-            return False
-        self._fs.remove(self._path)
-        return True
 
     # -- checks --------------------------------------------------------------------------
 

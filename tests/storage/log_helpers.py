@@ -8,6 +8,8 @@ from millpond.storage.fs import Buffer, File, MemFileSystem
 from millpond.storage.segment_read import FileRegion
 from millpond.wire.records import NewRecord, RecordBatch, build_batch, iter_batches
 
+from .file_helpers import FileWrapper
+
 T0 = 1_700_000_000_000
 DIR = "/data/t-0"
 
@@ -39,39 +41,17 @@ def clock() -> ManualClock:
     return ManualClock(T0)
 
 
-class CountingFile:
+class CountingFile(FileWrapper):
     """Wraps a file and counts the bytes read through it."""
 
     def __init__(self, inner: File, counter: list[int]) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._counter = counter
-
-    @property
-    def path(self) -> str:
-        return self._inner.path
-
-    def size(self) -> int:
-        return self._inner.size()
-
-    def append(self, data: Buffer) -> None:
-        self._inner.append(data)
 
     def read_at(self, position: int, size: int) -> bytes:
         data = self._inner.read_at(position, size)
         self._counter[0] += len(data)
         return data
-
-    def truncate(self, size: int) -> None:
-        self._inner.truncate(size)
-
-    def sync(self) -> None:
-        self._inner.sync()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def fileno(self) -> int | None:
-        return self._inner.fileno()
 
 
 class CountingFs(MemFileSystem):

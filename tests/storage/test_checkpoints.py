@@ -26,6 +26,8 @@ from millpond.storage.checkpoints import (
 )
 from millpond.storage.fs import FileSystem, MemFileSystem, OsFileSystem, join
 
+from .file_helpers import raw
+
 ROOT = "/data"
 TOPIC_ID = bytes(range(16))
 TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # URL-safe base64 of 00 01 .. 0f, no padding
@@ -53,14 +55,6 @@ def put(fs: FileSystem, path: str, data: bytes) -> None:
     handle.close()
 
 
-def get(fs: FileSystem, path: str) -> bytes:
-    handle = fs.open(path)
-    try:
-        return handle.read_at(0, handle.size())
-    finally:
-        handle.close()
-
-
 # -- offset checkpoints ---------------------------------------------------------------------
 
 
@@ -70,7 +64,7 @@ def test_offset_checkpoint_bytes() -> None:
     write_offset_checkpoint(
         fs, path, {("orders", 1): 998, ("orders", 0): 1200, ("__consumer_offsets", 12): 0}
     )
-    assert get(fs, path) == b"0\n3\n__consumer_offsets 12 0\norders 0 1200\norders 1 998\n"
+    assert raw(fs, path) == b"0\n3\n__consumer_offsets 12 0\norders 0 1200\norders 1 998\n"
     assert read_offset_checkpoint(fs, path) == {
         ("orders", 0): 1200,
         ("orders", 1): 998,
@@ -82,7 +76,7 @@ def test_empty_offset_checkpoint_bytes() -> None:
     fs = mem()
     path = join(ROOT, "cleaner-offset-checkpoint")
     write_offset_checkpoint(fs, path, {})
-    assert get(fs, path) == b"0\n0\n"
+    assert raw(fs, path) == b"0\n0\n"
     assert read_offset_checkpoint(fs, path) == {}
 
 
@@ -256,7 +250,7 @@ def test_leader_epoch_checkpoint_bytes() -> None:
     fs = mem()
     path = join(ROOT, "leader-epoch-checkpoint")
     write_leader_epoch_checkpoint(fs, path, [(0, 0), (3, 100), (4, 2**62)])
-    assert get(fs, path) == b"0\n3\n0 0\n3 100\n4 4611686018427387904\n"
+    assert raw(fs, path) == b"0\n3\n0 0\n3 100\n4 4611686018427387904\n"
     assert read_leader_epoch_checkpoint(fs, path) == [(0, 0), (3, 100), (4, 2**62)]
 
 
@@ -286,7 +280,7 @@ def test_partition_metadata_bytes() -> None:
     fs = mem()
     write_partition_metadata(fs, ROOT, TOPIC_ID)
     assert (
-        get(fs, join(ROOT, "partition.metadata"))
+        raw(fs, join(ROOT, "partition.metadata"))
         == f"version: 0\ntopic_id: {TOPIC_ID_TEXT}".encode()
     )
     assert read_partition_metadata(fs, ROOT) == TOPIC_ID
@@ -379,13 +373,13 @@ def test_meta_properties_bytes() -> None:
     path = join(ROOT, "meta.properties")
     meta = MetaProperties(1, "J8u3mQ4DRuK1Qm2n9Xn3bA", 1, DIRECTORY_ID)
     write_meta_properties(fs, path, meta, written_at_ms=1_700_000_000_000)
-    assert get(fs, path) == (
+    assert raw(fs, path) == (
         b"#\n#Tue Nov 14 22:13:20 UTC 2023\n"
         b"cluster.id=J8u3mQ4DRuK1Qm2n9Xn3bA\ndirectory.id=bZ0b1-ngSkyMjg8fLj1MWw\nnode.id=1\nversion=1\n"
     )
     assert read_meta_properties(fs, path) == meta
     write_meta_properties(fs, path, MetaProperties(1, "c", 2))
-    assert get(fs, path) == b"#\ncluster.id=c\nnode.id=2\nversion=1\n"
+    assert raw(fs, path) == b"#\ncluster.id=c\nnode.id=2\nversion=1\n"
 
 
 def test_meta_properties_as_java_8_to_17_wrote_it() -> None:
@@ -409,7 +403,7 @@ def test_meta_properties_version_0() -> None:
     put(fs, path, b"#no version: defaults to 0\n")
     assert read_meta_properties(fs, path) == MetaProperties(0)
     write_meta_properties(fs, path, MetaProperties(0, "abc", 7))
-    assert get(fs, path) == b"#\nbroker.id=7\ncluster.id=abc\nversion=0\n"
+    assert raw(fs, path) == b"#\nbroker.id=7\ncluster.id=abc\nversion=0\n"
 
 
 @pytest.mark.parametrize(

@@ -1,21 +1,11 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
 from millpond.storage.clock import ManualClock, SystemClock
-from millpond.storage.fs import FileSystem, MemFileSystem, OsFileSystem, join, write_atomic
-
-
-@pytest.fixture(params=["os", "mem"])
-def fs_root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileSystem, str]:
-    if request.param == "os":
-        return OsFileSystem(), str(tmp_path)
-    fs = MemFileSystem()
-    fs.makedirs("/data")
-    return fs, "/data"
+from millpond.storage.fs import FileSystem, MemFileSystem, join, write_atomic
 
 
 def test_append_read_truncate(fs_root: tuple[FileSystem, str]) -> None:

@@ -2,13 +2,12 @@ from __future__ import annotations
 
 import random
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from millpond.storage.fs import FileSystem, MemFileSystem, OsFileSystem, join
+from millpond.storage.fs import FileSystem, MemFileSystem, join
 from millpond.storage.index_file import (
     CorruptIndexError,
     IndexFullError,
@@ -17,38 +16,14 @@ from millpond.storage.index_file import (
 )
 from millpond.storage.offset_index import OffsetIndex, OffsetPosition
 
+from .file_helpers import mem_path, raw, write_raw
+
 BASE = 100
 NAME = "00000000000000000100.index"
 
 
-@pytest.fixture(params=["os", "mem"])
-def fs_root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileSystem, str]:
-    if request.param == "os":
-        return OsFileSystem(), str(tmp_path)
-    fs = MemFileSystem()
-    fs.makedirs("/data")
-    return fs, "/data"
-
-
 def mem() -> tuple[MemFileSystem, str]:
-    fs = MemFileSystem()
-    fs.makedirs("/d")
-    return fs, join("/d", NAME)
-
-
-def raw(fs: FileSystem, path: str) -> bytes:
-    handle = fs.open(path)
-    try:
-        return handle.read_at(0, handle.size())
-    finally:
-        handle.close()
-
-
-def write_raw(fs: FileSystem, path: str, data: bytes) -> None:
-    handle = fs.open(path, create=True)
-    handle.truncate(0)
-    handle.append(data)
-    handle.close()
+    return mem_path(NAME)
 
 
 # -- the format ------------------------------------------------------------------------------
@@ -61,6 +36,8 @@ def test_known_bytes(fs_root: tuple[FileSystem, str]) -> None:
     index.append(101, 0)
     index.append(105, 4096)
     index.append(100 + 2**31 - 1, 2**31 - 1)
+    assert raw(fs, path) == b"" and index.pending_entries == 3  # written on flush
+    index.flush()
     expected = bytes.fromhex("00000001 00000000 00000005 00001000 7fffffff 7fffffff")
     assert raw(fs, path) == expected == index.to_bytes()
     assert index.size_in_bytes == index.length == 24
@@ -166,6 +143,7 @@ def test_append_rejects_out_of_order_and_overflow() -> None:
     assert not index.can_append_offset(BASE + 2**31)
     assert not index.can_append_offset(BASE - 1)
     assert index.all_entries() == [(100, 0), (105, 10)]
+    index.flush()
     assert raw(fs, path) == index.to_bytes()
 
 
@@ -179,6 +157,7 @@ def test_full_index() -> None:
     assert index.is_full
     with pytest.raises(IndexFullError):
         index.append(BASE + 10, 100)
+    index.flush()
     assert index.entries == 4 and len(raw(fs, path)) == 32
     index.resize(48)
     assert index.entries < index.max_entries
@@ -215,6 +194,7 @@ def test_truncate_to_entries_and_reset() -> None:
         index.append(BASE + i, i)
     index.truncate_to_entries(9)
     assert index.entries == 5
+    index.flush()
     index.truncate_to_entries(2)
     assert raw(fs, path) == struct.pack(">iiii", 1, 1, 2, 2)
     with pytest.raises(ValueError):
@@ -277,17 +257,23 @@ def test_flush_and_close_of_an_unused_index_read_nothing() -> None:
 # -- faults ----------------------------------------------------------------------------------
 
 
-def test_failed_append_changes_nothing() -> None:
+def test_failed_write_keeps_the_entries_pending() -> None:
+    # Appends only touch memory: a failed write surfaces from the flush (or roll, or
+    # close) that writes them, and the next one writes them again.
     fs, path = mem()
     index = OffsetIndex(fs, path, BASE)
     index.append(101, 0)
+    index.flush()
+    index.append(102, 10)
     fs.fail_next("append", NAME)
     with pytest.raises(OSError):
-        index.append(102, 10)
-    assert index.all_entries() == [(101, 0)]
-    assert raw(fs, path) == index.to_bytes()
-    index.append(102, 10)
-    assert index.all_entries() == [(101, 0), (102, 10)]
+        index.flush()
+    assert index.all_entries() == [(101, 0), (102, 10)] and index.pending_entries == 1
+    assert raw(fs, path) == struct.pack(">ii", 1, 0)
+    index.append(103, 20)
+    index.flush()
+    assert index.pending_entries == 0 and raw(fs, path) == index.to_bytes()
+    assert index.all_entries() == [(101, 0), (102, 10), (103, 20)]
 
 
 def test_failed_truncate_and_sync() -> None:
@@ -295,6 +281,7 @@ def test_failed_truncate_and_sync() -> None:
     index = OffsetIndex(fs, path, BASE)
     for i in range(1, 4):
         index.append(BASE + i, i)
+    index.flush()
     fs.fail_next("truncate", NAME)
     with pytest.raises(OSError):
         index.truncate_to(102)
@@ -317,6 +304,7 @@ def test_torn_tail_after_crash() -> None:
         index.flush()
         for i in range(4, 8):
             index.append(BASE + i, 10 * i)
+        index.trim_to_valid_size()  # written (as on roll), not synced
         fs.crash(random.Random(seed), torn=True)
         length = len(raw(fs, path))
         again = OffsetIndex(fs, path, BASE)
@@ -327,8 +315,9 @@ def test_torn_tail_after_crash() -> None:
             seen_torn = True
             with pytest.raises(CorruptIndexError, match="multiple of the entry size 8"):
                 again.sanity_check()
-            # The next append cuts the torn tail first, so entries stay aligned.
+            # The next write cuts the torn tail first, so entries stay aligned.
             again.append(BASE + 100, 1000)
+            again.flush()
             assert raw(fs, path) == again.to_bytes()
         again.sanity_check()
     assert seen_torn
@@ -390,6 +379,7 @@ def test_rename_and_delete(fs_root: tuple[FileSystem, str]) -> None:
     index.rename_to(path + ".deleted")
     assert index.path == path + ".deleted" and not fs.exists(path)
     index.append(102, 10)
+    index.flush()
     assert raw(fs, path + ".deleted") == index.to_bytes()
     assert index.delete()
     assert not fs.exists(path + ".deleted")
@@ -463,6 +453,7 @@ def test_against_a_list_model(ops: list[tuple[int | str, ...]], max_entries: int
             model = []
         assert index.entries == len(model)
     assert index.all_entries() == model
+    index.flush()
     assert raw(fs, path) == b"".join(struct.pack(">ii", o - BASE, p) for o, p in model)
     assert index.is_full == (len(model) >= max_entries)
     index.sanity_check()

@@ -182,12 +182,36 @@ def test_failed_write_leaves_the_segment_unchanged() -> None:
     with pytest.raises(OSError, match="injected"):
         put(seg, batch(2, base_offset=2))
     assert seg.read_next_offset() == 2 and not seg.failed
-    fs.fail_next("append", ".index")
-    with pytest.raises(OSError, match="injected"):
-        put(seg, batch(2, base_offset=2))
-    assert seg.read_next_offset() == 2 and seg.offset_index.entries == 0
     fill(seg, [2], first=2)
     assert seg.read_next_offset() == 4
+    # Index entries are written on flush, roll or close: a failed .index write surfaces
+    # there, and the entry stays pending for the next try.
+    fs.fail_next("append", ".index")
+    with pytest.raises(OSError, match="injected"):
+        seg.flush()
+    assert seg.offset_index.entries == 1 and seg.offset_index.pending_entries == 1
+    seg.flush()
+    assert seg.offset_index.pending_entries == 0
+
+
+def test_index_entries_reach_the_files_on_flush_roll_and_close() -> None:
+    fs = mem_fs()
+    seg = open_segment(fs, index_interval_bytes=0)
+    index_path = join(DIR, "00000000000000000000.index")
+    time_path = join(DIR, "00000000000000000000.timeindex")
+    fill(seg, [1, 1, 1])
+    assert seg.offset_index.entries == 2 and fs.file_size(index_path) == 0  # pending
+    seg.flush()
+    assert fs.file_size(index_path) == 16 and fs.file_size(time_path) == 24
+    fill(seg, [1], first=3)
+    seg.on_become_inactive()  # the roll
+    assert fs.file_size(index_path) == 24
+    assert seg.offset_index.pending_entries == seg.time_index.pending_entries == 0
+    fill(seg, [1], first=4)
+    seg.close()
+    again = open_segment(fs)
+    assert again.offset_index.all_entries() == seg.offset_index.all_entries()
+    assert again.time_index.all_entries() == seg.time_index.all_entries()
 
 
 def test_rename_to_deleted_keeps_open_regions_readable() -> None:

@@ -2,13 +2,12 @@ from __future__ import annotations
 
 import random
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from millpond.storage.fs import FileSystem, MemFileSystem, OsFileSystem, join
+from millpond.storage.fs import FileSystem, MemFileSystem, join
 from millpond.storage.index_file import (
     CorruptIndexError,
     IndexFullError,
@@ -17,39 +16,15 @@ from millpond.storage.index_file import (
 )
 from millpond.storage.time_index import TimeIndex, TimestampOffset
 
+from .file_helpers import mem_path, raw, write_raw
+
 BASE = 100
 NAME = "00000000000000000100.timeindex"
 T0 = 1_700_000_000_000
 
 
-@pytest.fixture(params=["os", "mem"])
-def fs_root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileSystem, str]:
-    if request.param == "os":
-        return OsFileSystem(), str(tmp_path)
-    fs = MemFileSystem()
-    fs.makedirs("/data")
-    return fs, "/data"
-
-
 def mem() -> tuple[MemFileSystem, str]:
-    fs = MemFileSystem()
-    fs.makedirs("/d")
-    return fs, join("/d", NAME)
-
-
-def raw(fs: FileSystem, path: str) -> bytes:
-    handle = fs.open(path)
-    try:
-        return handle.read_at(0, handle.size())
-    finally:
-        handle.close()
-
-
-def write_raw(fs: FileSystem, path: str, data: bytes) -> None:
-    handle = fs.open(path, create=True)
-    handle.truncate(0)
-    handle.append(data)
-    handle.close()
+    return mem_path(NAME)
 
 
 def entries(*pairs: tuple[int, int]) -> bytes:
@@ -65,6 +40,8 @@ def test_known_bytes(fs_root: tuple[FileSystem, str]) -> None:
     index = TimeIndex(fs, path, BASE)
     assert index.maybe_append(T0, 101)
     assert index.maybe_append(2**63 - 1, 100 + 2**31 - 1)
+    assert raw(fs, path) == b"" and index.pending_entries == 2  # written on flush
+    index.flush()
     expected = bytes.fromhex("0000018bcfe56800 00000001 7fffffffffffffff 7fffffff")
     assert raw(fs, path) == expected == index.to_bytes()
     assert index.size_in_bytes == 24
@@ -131,6 +108,7 @@ def test_maybe_append_rule() -> None:
     with pytest.raises(IndexOffsetOverflowError):
         index.maybe_append(T0 + 5, BASE + 2**31)
     assert index.all_entries() == [(T0, 105), (T0 + 1, 105)]
+    index.flush()
     assert raw(fs, path) == index.to_bytes()
 
 
@@ -164,6 +142,7 @@ def test_truncate_to_drops_by_offset() -> None:
     index = TimeIndex(fs, path, BASE)
     for i in range(1, 6):
         index.maybe_append(T0 + i, BASE + 10 * i)  # offsets 110 .. 150
+    index.flush()
     index.truncate_to(151)
     assert index.entries == 5
     index.truncate_to(140)
@@ -206,15 +185,19 @@ def test_construction_does_not_touch_the_file() -> None:
     assert index.lookup(T0) == (T0, 101)
 
 
-def test_failed_append_changes_nothing() -> None:
+def test_failed_write_keeps_the_entries_pending() -> None:
     fs, path = mem()
     index = TimeIndex(fs, path, BASE)
     index.maybe_append(T0, 101)
+    index.flush()
+    assert index.maybe_append(T0 + 1, 102)
     fs.fail_next("append", NAME)
     with pytest.raises(OSError):
-        index.maybe_append(T0 + 1, 102)
-    assert index.all_entries() == [(T0, 101)] and raw(fs, path) == index.to_bytes()
-    assert index.maybe_append(T0 + 1, 102)
+        index.close()  # close writes the pending entry: the failure surfaces there
+    assert index.all_entries() == [(T0, 101), (T0 + 1, 102)]
+    assert raw(fs, path) == entries((T0, 1))
+    index.flush()
+    assert raw(fs, path) == index.to_bytes()
     fs.fail_next("truncate", NAME)
     with pytest.raises(OSError):
         index.truncate_to(102)
@@ -231,6 +214,7 @@ def test_torn_tail_after_crash() -> None:
         index.flush()
         for i in range(3, 7):
             index.maybe_append(T0 + i, BASE + i)
+        index.trim_to_valid_size()  # written (as on roll), not synced
         fs.crash(random.Random(seed), torn=True)
         length = len(raw(fs, path))
         again = TimeIndex(fs, path, BASE)
@@ -326,5 +310,6 @@ def test_against_a_list_model(ops: list[tuple[object, ...]], max_entries: int) -
         assert index.entries == len(model)
         assert index.last_entry == (model[-1] if model else (-1, BASE))
     assert index.all_entries() == model
+    index.flush()
     assert raw(fs, path) == entries(*((t, o - BASE) for t, o in model))
     index.sanity_check()

@@ -1,48 +1,23 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from millpond.storage.fs import FileSystem, MemFileSystem, OsFileSystem, join
+from millpond.storage.fs import FileSystem, MemFileSystem, join
 from millpond.storage.index_file import CorruptIndexError, IndexOrderError
 from millpond.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
+
+from .file_helpers import mem_path, raw, write_raw
 
 START = 100
 NAME = "00000000000000000100.txnindex"
 
 
-@pytest.fixture(params=["os", "mem"])
-def fs_root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileSystem, str]:
-    if request.param == "os":
-        return OsFileSystem(), str(tmp_path)
-    fs = MemFileSystem()
-    fs.makedirs("/data")
-    return fs, "/data"
-
-
 def mem() -> tuple[MemFileSystem, str]:
-    fs = MemFileSystem()
-    fs.makedirs("/d")
-    return fs, join("/d", NAME)
-
-
-def raw(fs: FileSystem, path: str) -> bytes:
-    handle = fs.open(path)
-    try:
-        return handle.read_at(0, handle.size())
-    finally:
-        handle.close()
-
-
-def write_raw(fs: FileSystem, path: str, data: bytes) -> None:
-    handle = fs.open(path, create=True)
-    handle.truncate(0)
-    handle.append(data)
-    handle.close()
+    return mem_path(NAME)
 
 
 def test_known_bytes(fs_root: tuple[FileSystem, str]) -> None:

@@ -44,16 +44,8 @@ from millpond.storage.names import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOIN
 from millpond.storage.segment import LogSegment
 from millpond.wire.records import RecordBatch, iter_batches
 
-from .workload import (
-    CLUSTER_ID,
-    CONFIG,
-    EPOCH,
-    LOG_DIRS,
-    NODE_ID,
-    PARTITIONS,
-    batch_bytes,
-    record_count,
-)
+from . import workload
+from .workload import CONFIG, EPOCH, LOG_DIRS, PARTITIONS, batch_bytes, record_count
 
 ROUNDS = 50
 REPO = Path(__file__).resolve().parents[3]
@@ -132,10 +124,7 @@ def read_side(side: Path) -> tuple[list[int], list[int]]:
 
 
 def open_manager(data: Path) -> LogManager:
-    return LogManager(
-        OsFileSystem(), [str(data / d) for d in LOG_DIRS], ManualClock(),
-        cluster_id=CLUSTER_ID, node_id=NODE_ID, default_config=CONFIG, rng=random.Random(0),
-    )  # fmt: skip
+    return workload.open_manager(OsFileSystem(), str(data), ManualClock())
 
 
 def log_batches(log: Log) -> list[RecordBatch]:

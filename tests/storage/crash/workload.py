@@ -5,8 +5,12 @@ knows what a log must hold without being told by the writer."""
 from __future__ import annotations
 
 import hashlib
+import random
 
+from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
+from millpond.storage.fs import FileSystem, join
+from millpond.storage.log_manager import LogManager
 from millpond.wire.records import NewRecord, build_batch
 
 T0 = 1_700_000_000_000
@@ -19,6 +23,15 @@ PARTITIONS: tuple[tuple[str, int], ...] = (("a", 0), ("a", 1), ("b", 0))
 #: Tiny segments and dense index entries, so rolls and index appends happen all the time.
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256)
 STEPS = 160
+
+
+def open_manager(fs: FileSystem, data: str, clock: Clock, seed: int = 0) -> LogManager:
+    """The harness's log manager over the data directory ``data`` (the writer's, and the
+    checker's when it reopens what the writer left)."""
+    return LogManager(
+        fs, [join(data, d) for d in LOG_DIRS], clock, cluster_id=CLUSTER_ID, node_id=NODE_ID,
+        default_config=CONFIG, rng=random.Random(seed),  # noqa: S311
+    )  # fmt: skip
 
 
 def records(partition: int, seq: int) -> list[NewRecord]:

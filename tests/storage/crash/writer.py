@@ -26,20 +26,10 @@ import sys
 from typing import NoReturn
 
 from millpond.storage.clock import SystemClock
-from millpond.storage.fs import Buffer, File, FileSystem, OsFileSystem, join
-from millpond.storage.log_manager import LogManager
+from millpond.storage.fs import Buffer, File, FileSystem, OsFileSystem
+from tests.storage.file_helpers import FileWrapper
 
-from .workload import (
-    CLUSTER_ID,
-    CONFIG,
-    EPOCH,
-    LOG_DIRS,
-    NODE_ID,
-    PARTITIONS,
-    STEPS,
-    TOPIC_ID,
-    batch_bytes,
-)
+from .workload import EPOCH, PARTITIONS, STEPS, TOPIC_ID, batch_bytes, open_manager
 
 
 def say(line: str) -> None:
@@ -80,24 +70,14 @@ class Stopper:
         self.count += 1
 
 
-class HookFile:
+class HookFile(FileWrapper):
     def __init__(self, inner: File, stopper: Stopper) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._stop = stopper
-
-    @property
-    def path(self) -> str:
-        return self._inner.path
-
-    def size(self) -> int:
-        return self._inner.size()
 
     def append(self, data: Buffer) -> None:
         self._stop.tick(f"append {self.path}", self._inner, data)
         self._inner.append(data)
-
-    def read_at(self, position: int, size: int) -> bytes:
-        return self._inner.read_at(position, size)
 
     def truncate(self, size: int) -> None:
         self._stop.tick(f"truncate {self.path}")
@@ -106,12 +86,6 @@ class HookFile:
     def sync(self) -> None:
         self._stop.tick(f"sync {self.path}")
         self._inner.sync()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def fileno(self) -> int | None:
-        return self._inner.fileno()
 
 
 class HookFs(OsFileSystem):
@@ -150,11 +124,7 @@ def run(data: str, side_path: str, seed: int, stop: str, torn: bool) -> NoReturn
         os.write(side, (line + "\n").encode())
         os.fsync(side)
 
-    dirs = [join(data, d) for d in LOG_DIRS]
-    manager = LogManager(
-        fs, dirs, SystemClock(), cluster_id=CLUSTER_ID, node_id=NODE_ID,
-        default_config=CONFIG, rng=random.Random(seed),  # noqa: S311
-    )  # fmt: skip
+    manager = open_manager(fs, data, SystemClock(), seed)
     logs = [manager.get_or_create_log(t, p, TOPIC_ID) for t, p in PARTITIONS]
     appended = [0] * len(logs)
     flush_every = rng.randrange(4, 16)

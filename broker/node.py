@@ -125,7 +125,11 @@ class Broker:
             topic_config=self._topic_log_config,
         )
         self.replicas = ReplicaManager(
-            self.log_manager, lambda: self.controller.image, self.config.log_config, node_id
+            self.log_manager,
+            lambda: self.controller.image,
+            self.config.log_config,
+            node_id,
+            clock=self.clock,
         )
         self.connections: set[KafkaConnection] = set()
         self.dispatcher = Dispatcher(routes)

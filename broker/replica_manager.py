@@ -129,6 +129,9 @@ class ReplicaManager:
             return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, str(exc))
         except CorruptRecordError as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, str(exc))
+        problem = _invalid_records(batches, log.config, self._clock.now_ms())
+        if problem is not None:
+            return AppendResult(*problem)
         check = producers.check_and_prepare(batches)
         if check.duplicate is not None:
             original = check.duplicate
@@ -220,6 +223,41 @@ def _checked_batches(records: memoryview, max_message_bytes: int) -> list[Record
         if not batch.is_valid():
             raise CorruptRecordError(f"batch at offset {batch.base_offset} fails its CRC")
     return batches
+
+
+def _invalid_records(
+    batches: list[RecordBatch], config: LogConfig, now_ms: int
+) -> tuple[ErrorCode, str] | None:
+    """Kafka's record checks that need the topic config: CreateTime timestamps within
+    ``message.timestamp.before.max.ms`` / ``after.max.ms`` of now (INVALID_TIMESTAMP), and
+    keys on compacted topics (INVALID_RECORD). Timestamps are checked on the batch
+    headers (first and largest timestamp), never per record; keys are the one reason to
+    decode records, and only on compacted topics."""
+    if not config.log_append_time:
+        earliest = now_ms - config.message_timestamp_before_max_ms
+        latest = now_ms + config.message_timestamp_after_max_ms
+        for batch in batches:
+            for ts in (batch.base_timestamp, batch.max_timestamp):
+                if ts >= 0 and not earliest <= ts <= latest:
+                    return ErrorCode.INVALID_TIMESTAMP, (
+                        f"Timestamp {ts} of the batch at offset {batch.base_offset} is out of "
+                        f"range: it must be within [{earliest}, {latest}] (see "
+                        "message.timestamp.before.max.ms and message.timestamp.after.max.ms)"
+                    )
+    if config.compact:
+        for batch in batches:
+            if batch.is_control:
+                continue
+            try:
+                keyless = any(record.key is None for record in batch.records())
+            except DecodeError as exc:
+                return ErrorCode.CORRUPT_MESSAGE, f"undecodable records: {exc}"
+            if keyless:
+                return ErrorCode.INVALID_RECORD, (
+                    "Compacted topic cannot accept message without key; give every record "
+                    "a key, or use cleanup.policy=delete"
+                )
+    return None
 
 
 def _load_producer_state(producers: ProducerStateManager, log: Log) -> None:

@@ -49,8 +49,6 @@ OTHER_TOPIC_CONFIGS = frozenset(
         "preallocate",
         "message.format.version",
         "message.timestamp.difference.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms",
         "message.downconversion.enable",
         "leader.replication.throttled.replicas",
         "follower.replication.throttled.replicas",
@@ -96,6 +94,9 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     max_message_bytes: int = 1024 * 1024 + 12
     message_timestamp_type: str = "CreateTime"
+    #: How far a CreateTime record may lie in the past / future (else INVALID_TIMESTAMP).
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
         for name, (low, high) in _RANGES.items():
@@ -217,6 +218,8 @@ _RANGES: dict[str, tuple[int, int]] = {
     "flush_messages": (1, LONG_MAX),
     "flush_ms": (0, LONG_MAX),
     "max_message_bytes": (0, INT_MAX),
+    "message_timestamp_before_max_ms": (0, LONG_MAX),
+    "message_timestamp_after_max_ms": (0, LONG_MAX),
 }
 
 _INT_FIELDS = {"segment_bytes", "segment_index_bytes", "index_interval_bytes", "max_message_bytes"}

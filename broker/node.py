@@ -20,6 +20,7 @@ from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.handlers import ROUTES
 from millpond.broker.handlers.init_producer_id import controller_blocks
+from millpond.broker.maintenance import Maintenance
 from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.server import KafkaServer
@@ -144,6 +145,7 @@ class Broker:
         )
         self.data_arrived = asyncio.Event()
         self.replicas.on_append(self._wake_fetches)
+        self.maintenance = Maintenance(self)
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
@@ -208,8 +210,10 @@ class Broker:
             controller_blocks(self.controller, self.node_id, registration.broker_epoch)
         )
         self.controller.unfence_broker(self.node_id, registration.broker_epoch)
+        self.maintenance.start()
 
     async def stop(self) -> None:
+        await self.maintenance.stop()
         await self.server.stop()
         for conn in list(self.connections):
             conn.close()

@@ -8,9 +8,9 @@ import socket
 import struct
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from millpond.broker.node import Broker
 from millpond.wire import (
@@ -21,7 +21,14 @@ from millpond.wire import (
     encode_request,
 )
 
+T = TypeVar("T")
 _open_clients: list[Client] = []
+_loops: dict[int, asyncio.AbstractEventLoop] = {}
+
+
+def run_on_loop(broker: Broker, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+    """Run ``coroutine`` on the broker's event loop (which owns its state) and wait."""
+    return asyncio.run_coroutine_threadsafe(coroutine, _loops[id(broker)]).result(timeout)
 
 
 @contextmanager
@@ -52,9 +59,11 @@ def running_broker(**kwargs: Any) -> Iterator[Broker]:
         raise RuntimeError("broker did not start")
     if failure:
         raise failure[0]
+    _loops[id(broker)] = loop
     try:
         yield broker
     finally:
+        _loops.pop(id(broker), None)
         while _open_clients:
             _open_clients.pop().close()
         asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(10)

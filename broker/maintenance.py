@@ -1,0 +1,134 @@
+"""The broker's periodic work on its logs, as Kafka's LogManager schedules it.
+
+- Retention (``log.retention.check.interval.ms``): delete segments past
+  ``retention.ms``/``retention.bytes`` and remove files whose ``file.delete.delay.ms`` has
+  passed.
+- Flush (``log.flush.scheduler.interval.ms``): fsync logs whose ``flush.ms`` has passed.
+- Checkpoints (``log.flush.offset.checkpoint.interval.ms``,
+  ``log.flush.start.offset.checkpoint.interval.ms``): recovery points and log starts.
+- Compaction (``log.cleaner.enable``, every ``log.cleaner.backoff.ms``): the filthiest
+  compacted log is planned on the event loop, cleaned in a worker thread (it only reads
+  immutable segments and writes ``.cleaned`` files), and swapped in on the event loop.
+- Producer expiry (``producer.id.expiration.check.interval.ms``).
+
+Every task runs on the event loop, which owns the logs, except the cleaning itself. A
+failing task logs one line and runs again at its next interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from millpond.storage.cleaner.checkpoint import CleanerCheckpoint
+from millpond.storage.cleaner.clean import apply_cleaning, plan_cleaning, run_cleaning
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+log = logging.getLogger("millpond.broker")
+
+
+#: Intervals at or above this (Kafka's Long.MAX "never" defaults) schedule nothing.
+NEVER_MS = 2**40
+
+
+def _periodic(name: str, interval_ms: int, work: Callable[[], object]) -> asyncio.Task[None] | None:
+    if interval_ms >= NEVER_MS:
+        return None
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                work()
+            except Exception:  # noqa: BLE001 (one log line; the task runs again later)
+                log.exception("periodic task %s failed", name)
+
+    return asyncio.get_running_loop().create_task(loop(), name=f"millpond-{name}")
+
+
+class Maintenance:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._tasks: list[asyncio.Task[None]] = []
+        self._cleaner: asyncio.Task[None] | None = None
+
+    def _ms(self, key: str, default: int) -> int:
+        try:
+            value = self._broker.config.get(key)
+        except KeyError:
+            return default
+        return value if isinstance(value, int) else default
+
+    def start(self) -> None:
+        broker, ms = self._broker, self._ms
+        logs = broker.log_manager
+
+        def retention() -> None:
+            logs.retention_pass()
+            logs.delete_pending_logs()
+            logs.checkpoint_log_start_offsets()
+
+        tasks = [
+            _periodic("retention", ms("log.retention.check.interval.ms", 300_000), retention),
+            _periodic("flush", ms("log.flush.scheduler.interval.ms", NEVER_MS), logs.flush_dirty),
+            _periodic(
+                "recovery-checkpoint",
+                ms("log.flush.offset.checkpoint.interval.ms", 60_000),
+                logs.checkpoint_recovery_points,
+            ),
+            _periodic(
+                "producer-expiry",
+                ms("producer.id.expiration.check.interval.ms", 600_000),
+                broker.replicas.remove_expired_producers,
+            ),
+        ]
+        self._tasks = [task for task in tasks if task is not None]
+        if bool(broker.config.get("log.cleaner.enable")):
+            backoff_ms = ms("log.cleaner.backoff.ms", 15_000)
+            self._cleaner = asyncio.get_running_loop().create_task(
+                self._clean_forever(backoff_ms), name="millpond-cleaner"
+            )
+
+    async def _clean_forever(self, backoff_ms: int) -> None:
+        while True:
+            await asyncio.sleep(backoff_ms / 1000)
+            try:
+                await self.clean_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 (one log line; the cleaner tries again later)
+                log.exception("log cleaning failed")
+
+    async def clean_once(self) -> int:
+        """Clean every compacted log that needs it; returns how many were cleaned."""
+        broker = self._broker
+        cleaned = 0
+        for (topic, partition), partition_log in list(broker.log_manager.opened_logs()):
+            if not partition_log.config.compact:
+                continue
+            log_dir = broker.log_manager.log_dir_of(topic, partition)
+            if log_dir is None:
+                continue
+            checkpoint = CleanerCheckpoint(broker.fs, log_dir)
+            task = plan_cleaning(
+                partition_log, checkpoint.get((topic, partition)), broker.clock.now_ms()
+            )
+            if task is None:
+                continue
+            result = await asyncio.to_thread(run_cleaning, task)
+            end = apply_cleaning(result)
+            if end is not None:
+                checkpoint.update((topic, partition), end)
+                cleaned += 1
+        return cleaned
+
+    async def stop(self) -> None:
+        tasks = [*self._tasks, *([self._cleaner] if self._cleaner else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks, self._cleaner = [], None

@@ -81,6 +81,10 @@ _TOPIC_ROWS: list[ConfigDefinition] = [
     define("max.message.bytes", INT, MAX_MESSAGE_BYTES_DEFAULT, MEDIUM,
            "Largest record batch, in bytes, that the broker accepts for this topic.",
            at_least(0), used=True),
+    define("max.decompressed.message.bytes", INT, 2147483639, MEDIUM,
+           "Largest size, in bytes, of one record once decompressed (Kafka 4.4). "
+           "millpond accepts this setting for compatibility and ignores it.",
+           at_least(0)),
     define("index.interval.bytes", INT, 4096, MEDIUM,
            "Bytes of log written between two entries of the sparse offset index.",
            at_least(0), used=True),
@@ -172,6 +176,7 @@ TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
         ("log.retention.hours", HOUR_MS),
     ),
     "max.message.bytes": (("message.max.bytes", 1),),
+    "max.decompressed.message.bytes": (("max.decompressed.message.bytes", 1),),
     "index.interval.bytes": (("log.index.interval.bytes", 1),),
     "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
@@ -280,6 +285,9 @@ _LOG_ROWS: list[ConfigDefinition] = [
     define("log.dir.failure.timeout.ms", LONG, 30_000, LOW,
            "How long a broker with a failed log directory waits before shutting down.",
            at_least(1)),
+    define("max.decompressed.message.bytes", INT, 2147483639, MEDIUM,
+           "Default max.decompressed.message.bytes for topics. millpond accepts this "
+           "setting for compatibility and ignores it.", at_least(0), dynamic=True),
     define("message.max.bytes", INT, MAX_MESSAGE_BYTES_DEFAULT, HIGH,
            "Default max.message.bytes for topics: the largest record batch accepted.",
            at_least(0), used=True, dynamic=True),

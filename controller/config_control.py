@@ -25,7 +25,7 @@ from enum import IntEnum
 from millpond.controller.image import ConfigResource, ConfigResourceType, MetadataImage
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
-from millpond.storage.config import ConfigError, LogConfig
+from millpond.storage.config import OTHER_TOPIC_CONFIGS, ConfigError, LogConfig
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.config_record import ConfigRecord
 
@@ -73,8 +73,19 @@ class AlterConfigsResource:
 
 def validate_topic_configs(configs: Mapping[str, str]) -> ApiError:
     """INVALID_CONFIG when a topic config set has an unknown key or a bad value."""
+    # The broker's definitions of every topic config (pure data; imported here to keep the
+    # controller's import of the broker layer to this one check).
+    from millpond.broker.config_defs_log import TOPIC_CONFIGS
+    from millpond.broker.config_defs_types import parse_value
+
     try:
         LogConfig.from_properties(configs)
+        # Topic configs the log does not use (min.insync.replicas, booleans, ...) are
+        # checked too, as Kafka checks them (test_differential.py found 0 and "maybe" taken).
+        for key, raw in configs.items():
+            definition = TOPIC_CONFIGS.get(key)
+            if definition is not None and key in OTHER_TOPIC_CONFIGS:
+                parse_value(definition, raw)
     except ConfigError as exc:
         return ApiError(ErrorCode.INVALID_CONFIG, f"Invalid value for configuration {exc}")
     return NO_ERROR
@@ -109,6 +120,19 @@ def _duplicate_keys(configs: Sequence[AlterableConfig]) -> bool:
 #: key (Kafka starts from the config definition's default, e.g. ``delete`` for
 #: cleanup.policy, so APPEND compact gives ``delete,compact``).
 _TOPIC_DEFAULTS = LogConfig().to_properties()
+
+
+def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:
+    """The cluster-wide default a fresh Kafka 4.4 cluster writes with its bootstrap
+    (eligible leader replicas need a cluster-level ``min.insync.replicas``, KIP-966), so
+    topics describe it with the source DYNAMIC_DEFAULT_BROKER_CONFIG, as on Kafka."""
+    record = ConfigRecord(
+        resource_type=ConfigResourceType.BROKER,
+        resource_name="",
+        name="min.insync.replicas",
+        value=str(min_insync_replicas),
+    )
+    return [with_version(record)]
 
 
 def _is_list(resource: ConfigResource, key: str) -> bool:

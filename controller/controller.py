@@ -100,11 +100,11 @@ class QuorumController:
         self._catch_up()
         if feature_control.METADATA_VERSION not in self._image.features:
             # A fresh log (or one whose bootstrap never committed): write the bootstrap.
-            self._commit(
-                ControllerResult(
-                    tuple(feature_control.bootstrap_records(config.bootstrap_features)), None
-                )
-            )
+            records = [
+                *feature_control.bootstrap_records(config.bootstrap_features),
+                *config_control.bootstrap_records(),
+            ]
+            self._commit(ControllerResult(tuple(records), None))
 
     # -- state -------------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ OTHER_TOPIC_CONFIGS = frozenset(
         "message.format.version",
         "message.timestamp.difference.max.ms",
         "message.downconversion.enable",
+        "max.decompressed.message.bytes",
         "leader.replication.throttled.replicas",
         "follower.replication.throttled.replicas",
         "remote.storage.enable",

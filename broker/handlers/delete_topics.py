@@ -120,7 +120,10 @@ def handle(
                 name=r.name,
                 topic_id=r.topic_id,
                 error_code=r.error.code,
-                error_message=r.error.message,
+                # Kafka explains every failure, a missing topic or id included.
+                error_message=r.error.message
+                if r.error.message is not None or r.error.code == ErrorCode.NONE
+                else ErrorCode(r.error.code).message,
             )
         )
     for name, indexes in partitions.items():

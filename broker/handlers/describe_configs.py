@@ -4,7 +4,7 @@ Behaviour, as Apache Kafka 4.4:
 - TOPIC (2): every topic config with its effective value: the topic's own value
   (TOPIC_CONFIG), else the broker's synonyms (dynamic per-broker, dynamic cluster
   default, static), else the default. A bad name is INVALID_TOPIC_EXCEPTION, a missing
-  topic UNKNOWN_TOPIC_OR_PARTITION (no message).
+  topic UNKNOWN_TOPIC_OR_PARTITION (an empty message).
 - BROKER (4): named by this node's id, every broker config with its value, source,
   synonyms, type and documentation (dynamic values from the metadata image first);
   named "" (the cluster default), only the dynamic cluster-wide values set. A
@@ -131,7 +131,7 @@ def _describe(
         if error.is_failure:
             raise _Refused(error.code, error.message)
         if broker.image.topic(name) is None:
-            raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+            raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         try:
             return topic_entries(
                 broker, broker.image.topic_config(name), keys, synonyms, documentation

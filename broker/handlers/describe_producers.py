@@ -44,7 +44,9 @@ def handle(
         topic = broker.image.topic(t.name)
         error = validate_topic_name(t.name)
         if error.is_success and topic is None:
-            error = ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            # Kafka explains a missing topic (not a missing partition of a topic it has).
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            error = ApiError(code, code.message)
         partitions = []
         for index in t.partition_indexes:
             answer = PartitionResponse(

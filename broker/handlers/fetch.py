@@ -187,7 +187,7 @@ class _Fetch:
         limit, min_one = self.max_bytes, True
         for wanted in self.partitions:
             if wanted.topic is None:
-                failed.append(_failure(wanted, ErrorCode.UNKNOWN_TOPIC_ID))
+                failed.append(_failure(wanted, ErrorCode.UNKNOWN_TOPIC_ID, lookup=True))
                 continue
             topic = (
                 image.topic_by_id(wanted.topic_id)
@@ -195,7 +195,7 @@ class _Fetch:
                 else image.topic(wanted.topic)
             )
             if topic is None or wanted.partition not in topic.partitions:
-                failed.append(_failure(wanted, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                failed.append(_failure(wanted, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, lookup=True))
                 continue
             result = self._read_partition(topic, wanted, limit, min_one)
             size = result.region.size if result.region is not None else 0
@@ -341,14 +341,17 @@ class _Fetch:
         return list(nodes.values())
 
 
-def _failure(wanted: PartitionRequest, code: ErrorCode) -> _Read:
+def _failure(wanted: PartitionRequest, code: ErrorCode, *, lookup: bool = False) -> _Read:
+    """A partition that cannot be read. Kafka answers partitions failing the topic lookup
+    with an empty aborted_transactions list and those failing the read with null (checked
+    against the real broker by compat_tests/test_differential.py)."""
     data = PartitionData(
         partition_index=wanted.partition,
         error_code=code,
         high_watermark=-1,
         last_stable_offset=-1,
         log_start_offset=-1,
-        aborted_transactions=None,
+        aborted_transactions=[] if lookup else None,
         records=b"",
     )
     return _Read(wanted, data)

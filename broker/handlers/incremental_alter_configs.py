@@ -5,7 +5,8 @@ Behaviour, as Apache Kafka 4.4 (the broker's checks, then its controller's; shar
 AlterConfigs in :mod:`~millpond.broker.handlers.alter_configs`):
 - Operations per key: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3); the last two
   only on LIST configs (else INVALID_CONFIG "Can't APPEND to key ... because its type
-  is not LIST."), and an unknown operation is INVALID_REQUEST.
+  is not LIST."); an unknown operation id is UNKNOWN_SERVER_ERROR with no message, as
+  Kafka's broker answers it (its controller would say INVALID_REQUEST).
 - A null value is refused except for DELETE; a key twice, a resource twice, a broker
   name other than "" or this node's id, or a static broker config are INVALID_REQUEST;
   a missing topic is UNKNOWN_TOPIC_OR_PARTITION; a topic config set that does not
@@ -26,6 +27,7 @@ from millpond.broker.context import RequestContext
 from millpond.broker.dispatch import Route
 from millpond.broker.handlers.alter_configs import alter
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
+from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
@@ -50,17 +52,26 @@ def handle(
         for r in request.resources
     ]
     outcomes = alter(broker, resources, validate_only=request.validate_only, incremental=True)
-    return IncrementalAlterConfigsResponse(
-        responses=[
+    responses = []
+    for resource, o in zip(request.resources, outcomes, strict=True):
+        code, message = o.error.code, o.error.message
+        if any(c.config_operation not in KNOWN_OPERATIONS for c in resource.configs):
+            # Kafka 4.4's broker fails on an operation id it does not know before its
+            # controller sees it: UNKNOWN_SERVER_ERROR without a message (checked against
+            # the real broker by compat_tests/test_differential.py). Nothing changes.
+            code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
+        responses.append(
             AlterConfigsResourceResponse(
-                error_code=o.error.code,
-                error_message=o.error.message,
+                error_code=code,
+                error_message=message,
                 resource_type=o.resource_type,
                 resource_name=o.resource_name,
             )
-            for o in outcomes
-        ]
-    )
+        )
+    return IncrementalAlterConfigsResponse(responses=responses)
+
+
+KNOWN_OPERATIONS = frozenset({0, 1, 2, 3})  # SET, DELETE, APPEND, SUBTRACT
 
 
 ROUTE = Route(44, 0, 1, handle)

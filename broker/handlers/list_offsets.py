@@ -10,11 +10,14 @@ Behaviour, as Apache Kafka 4.4:
 - Leader epoch (v4+) of the answer's offset; FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH when the request's current leader epoch is older/newer than the
   image's; UNKNOWN_TOPIC_OR_PARTITION for unknown partitions.
+- A partition asked for twice: one INVALID_REQUEST answer; a topic named twice is answered
+  once.
 - Not yet: -5 (earliest pending upload, tiered storage), follower replica requests.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
@@ -39,12 +42,20 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    topics = []
+    # As Kafka: a topic named twice is answered once, and a partition asked for more than
+    # once gets one INVALID_REQUEST answer (checked by compat_tests/test_differential.py).
+    asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    topics: dict[str, ListOffsetsTopicResponse] = {}
     for wanted in request.topics:
         topic = broker.image.topic(wanted.name)
-        partitions = [_list_offset(broker, topic, p, ctx.api_version) for p in wanted.partitions]
-        topics.append(ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
-    return ListOffsetsResponse(topics=topics)
+        out = topics.setdefault(wanted.name, ListOffsetsTopicResponse(name=wanted.name))
+        for p in wanted.partitions:
+            index = p.partition_index
+            if asked[(wanted.name, index)] == 1:
+                out.partitions.append(_list_offset(broker, topic, p, ctx.api_version))
+            elif all(done.partition_index != index for done in out.partitions):
+                out.partitions.append(_answer(index, ErrorCode.INVALID_REQUEST))
+    return ListOffsetsResponse(topics=list(topics.values()))
 
 
 def _answer(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:

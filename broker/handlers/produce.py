@@ -89,10 +89,19 @@ def _produce_partition(
     records = memoryview(data.records)
     problem = _invalid_batches(records)
     if problem is not None:
-        return _failed(data.index, ErrorCode.INVALID_RECORD, problem)
+        # Kafka sends no error_message for these, nor for oversized or corrupt batches
+        # (checked against the real broker by compat_tests/test_differential.py).
+        return _failed(data.index, ErrorCode.INVALID_RECORD)
+    if _nonzero_base_offset(records):
+        # Refused when the log validates the batch: the answer carries its log start.
+        log = broker.replicas.log(topic, data.index)
+        failed = _failed(data.index, ErrorCode.INVALID_RECORD)
+        failed.log_start_offset = -1 if log is None else log.log_start_offset
+        return failed
     result = broker.replicas.append(topic, data.index, records)
     if result.info is None:
-        return _failed(data.index, result.error, result.message)
+        quiet = result.error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE)
+        return _failed(data.index, result.error, None if quiet else result.message)
     info = result.info
     return PartitionProduceResponse(
         index=data.index,
@@ -105,17 +114,19 @@ def _produce_partition(
 
 def _invalid_batches(records: memoryview) -> str | None:
     """What Kafka's produce request validation refuses with INVALID_RECORD: anything
-    but magic 2 batches, and batches whose base offset is not 0."""
+    but magic 2 batches."""
     try:
         batches = list(iter_batches(records))
     except DecodeError as exc:
         return f"records are not magic 2 record batches: {exc}"
     if not batches:
         return "no record batch in the partition data"
-    for batch in batches:
-        if batch.base_offset != 0:
-            return f"the base offset of a produced batch must be 0, not {batch.base_offset}"
     return None
+
+
+def _nonzero_base_offset(records: memoryview) -> bool:
+    """A batch whose base offset is not 0 (INVALID_RECORD, as Kafka's log validator says)."""
+    return any(batch.base_offset != 0 for batch in iter_batches(records))
 
 
 ROUTE = Route(0, 0, 13, handle, served_min_version=3)

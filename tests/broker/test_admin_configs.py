@@ -85,9 +85,13 @@ def test_describe_broker_configs() -> None:
         assert configs["num.partitions"].value == "1"
         assert configs["node.id"].value == str(broker.node_id)
         assert all(c.config_type != 0 for c in result.configs)
-        # The cluster default resource lists only dynamic cluster-wide values: none yet.
+        # The cluster default resource lists only dynamic cluster-wide values: on a fresh
+        # cluster, the bootstrap's min.insync.replicas (as on Kafka 4.4).
         [result] = _describe(client, (BROKER, "", None))
-        assert (result.error_code, result.configs) == (ErrorCode.NONE, [])
+        assert result.error_code == ErrorCode.NONE
+        assert [(c.name, c.value, c.config_source) for c in result.configs] == [
+            ("min.insync.replicas", "1", 3)
+        ]
 
 
 def test_describe_configs_errors_as_kafka() -> None:
@@ -103,7 +107,7 @@ def test_describe_configs_errors_as_kafka() -> None:
             (GROUP, "g", None),
         )
         codes = [(r.error_code, r.error_message) for r in results]
-        assert codes[0] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        assert codes[0] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")  # as Kafka: empty
         assert codes[1][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert codes[2] == (ErrorCode.INVALID_REQUEST, "Broker id must be an integer, but it is: x")
         assert codes[3] == (

@@ -131,7 +131,10 @@ def test_delete_topics_by_name_removes_the_logs() -> None:
         codes = {r.name: (r.error_code, r.error_message) for r in answer.responses}
         assert codes == {
             "gone": (ErrorCode.NONE, None),
-            "missing": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None),
+            "missing": (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message,
+            ),
         }
         assert broker.image.topic("gone") is None
         assert broker.log_manager.partitions() == [("kept", 0)]

@@ -24,7 +24,8 @@ def test_batched_keys_and_types(version: int) -> None:
         client = Client(broker.port)
         for key_type, code in [
             (0, ErrorCode.NONE),
-            (1, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            (1, ErrorCode.NONE),
+            (2, ErrorCode.COORDINATOR_NOT_AVAILABLE),
             (7, ErrorCode.INVALID_REQUEST),
         ]:
             request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=["a", "b"])

@@ -6,29 +6,26 @@ Kafka's default of 3 cannot be met by one broker."""
 from __future__ import annotations
 
 from millpond.broker.config_defs_types import (
+    BOOL,
+    CLASS,
     DAY_MS,
+    HIGH,
     HOUR_MS,
+    INT,
     INT_MAX,
+    LIST,
+    LONG,
+    LOW,
+    MEDIUM,
+    SHORT,
+    STR,
     ConfigDefinition,
-    ConfigType,
-    Importance,
     at_least,
     define,
     list_of,
     one_of,
     table,
 )
-
-BOOL, STR, INT, SHORT, LONG, LIST, CLASS = (
-    ConfigType.BOOLEAN,
-    ConfigType.STRING,
-    ConfigType.INT,
-    ConfigType.SHORT,
-    ConfigType.LONG,
-    ConfigType.LIST,
-    ConfigType.CLASS,
-)
-HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
 MIB = 1024 * 1024
 GROUP_TYPES = ("classic", "consumer", "share", "streams")

@@ -10,14 +10,22 @@ for ``retention.ms``); when none is set, the first one with a default gives it.
 from __future__ import annotations
 
 from millpond.broker.config_defs_types import (
+    BOOL,
+    CLASS,
     DAY_MS,
+    DOUBLE,
     DOUBLE_MAX,
+    HIGH,
     HOUR_MS,
+    INT,
+    LIST,
+    LONG,
     LONG_MAX,
+    LOW,
+    MEDIUM,
     MINUTE_MS,
+    STR,
     ConfigDefinition,
-    ConfigType,
-    Importance,
     at_least,
     between,
     define,
@@ -26,17 +34,6 @@ from millpond.broker.config_defs_types import (
     one_of,
     table,
 )
-
-BOOL, STR, INT, LONG, DOUBLE, LIST, CLASS = (
-    ConfigType.BOOLEAN,
-    ConfigType.STRING,
-    ConfigType.INT,
-    ConfigType.LONG,
-    ConfigType.DOUBLE,
-    ConfigType.LIST,
-    ConfigType.CLASS,
-)
-HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
 MIB = 1024 * 1024
 #: Where millpond keeps its data unless log.dirs, log.dir or $MILLPOND_DATA_DIR say

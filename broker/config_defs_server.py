@@ -6,28 +6,25 @@ row says so in its documentation)."""
 from __future__ import annotations
 
 from millpond.broker.config_defs_types import (
+    BOOL,
     DAY_MS,
+    HIGH,
     HOUR_MS,
+    INT,
     INT_MAX,
+    LIST,
+    LONG,
     LONG_MAX,
+    LOW,
+    MEDIUM,
+    STR,
     ConfigDefinition,
-    ConfigType,
-    Importance,
     at_least,
     define,
     list_of,
     one_of,
     table,
 )
-
-BOOL, STR, INT, LONG, LIST = (
-    ConfigType.BOOLEAN,
-    ConfigType.STRING,
-    ConfigType.INT,
-    ConfigType.LONG,
-    ConfigType.LIST,
-)
-HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
 MIB = 1024 * 1024
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

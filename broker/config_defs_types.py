@@ -336,3 +336,17 @@ def default_value(definition: ConfigDefinition) -> Value:
     if kind is ConfigType.LIST:
         return parse_list(definition.default)
     return definition.default
+
+
+# Short names the definition tables use (config_defs_server/log/coord).
+BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST, CLASS = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+    ConfigType.CLASS,
+)
+HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW

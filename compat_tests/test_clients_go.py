@@ -1,6 +1,6 @@
-"""franz-go and sarama against ``millpond serve``: SCENARIOS.md's ``produce-consume`` through the
-Go drivers of ``compat_tests/go`` (keyed records with headers to a 3-partition topic, read back
-by partition from the beginning and from a timestamp).
+"""franz-go and sarama against millpond and Apache Kafka 4.4: SCENARIOS.md's ``produce-consume``
+through the Go drivers of ``compat_tests/go`` (keyed records with headers to a 3-partition topic,
+read back by partition from the beginning and from a timestamp).
 
 The drivers are built with ``go build`` into ``~/.cache/millpond/go-bin/<hash>`` (never into the
 repository), keyed by a hash of the Go toolchain version and every source of
@@ -98,25 +98,45 @@ def go_drivers() -> dict[str, Path]:
 
 CASES = [
     # franz-go's defaults (idempotent, acks=all, snappy falling back to none), then zstd.
-    pytest.param("driver_franz", None, id="franz-go-default-snappy"),
-    pytest.param("driver_franz", "zstd", id="franz-go-zstd"),
+    pytest.param(
+        "driver_franz",
+        None,
+        id="franz-go-default-snappy",
+        marks=pytest.mark.compat_matrix("franz-go", "produce-consume/snappy"),
+    ),
+    pytest.param(
+        "driver_franz",
+        "zstd",
+        id="franz-go-zstd",
+        marks=pytest.mark.compat_matrix("franz-go", "produce-consume/zstd"),
+    ),
     # sarama (Config.Version 4.0): none, then lz4.
-    pytest.param("driver_sarama", "none", id="sarama-none"),
-    pytest.param("driver_sarama", "lz4", id="sarama-lz4"),
+    pytest.param(
+        "driver_sarama",
+        "none",
+        id="sarama-none",
+        marks=pytest.mark.compat_matrix("sarama", "produce-consume/none"),
+    ),
+    pytest.param(
+        "driver_sarama",
+        "lz4",
+        id="sarama-lz4",
+        marks=pytest.mark.compat_matrix("sarama", "produce-consume/lz4"),
+    ),
 ]
 
 
 @pytest.mark.parametrize(("driver", "compression"), CASES)
 def test_produce_consume(
-    go_drivers: dict[str, Path], millpond_bootstrap: str, driver: str, compression: str | None
+    go_drivers: dict[str, Path], broker_bootstrap: str, driver: str, compression: str | None
 ) -> None:
     topic = f"go-{driver.removeprefix('driver_')}-{compression or 'default'}"
-    create_topic(millpond_bootstrap, topic, PARTITIONS)
+    create_topic(broker_bootstrap, topic, PARTITIONS)
     command = [
         str(go_drivers[driver]),
         "produce-consume",
         "--bootstrap",
-        millpond_bootstrap,
+        broker_bootstrap,
         "--topic",
         topic,
         "--partitions",

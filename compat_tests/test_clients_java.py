@@ -1,5 +1,5 @@
-"""Java kafka-clients 4.4 against ``millpond serve`` (SCENARIOS.md): the producer in its default
-idempotent configuration, the consumer by assign + seek, and AdminClient step by step.
+"""Java kafka-clients 4.4 against millpond and Apache Kafka 4.4 (SCENARIOS.md): the producer in
+its default idempotent configuration, the consumer by assign + seek, and AdminClient step by step.
 
 compat_tests/java/ClientDriver.java is compiled with javac against Kafka 4.4's jars once per
 source (cached under ~/.cache/millpond/java-driver/<hash>); both scenarios run in one JVM."""
@@ -68,7 +68,7 @@ def compiled_driver(classpath: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def java_events(millpond_bootstrap: str) -> Iterator[dict[str, list[dict[str, Any]]]]:
+def java_events(broker_bootstrap: str) -> Iterator[dict[str, list[dict[str, Any]]]]:
     """Both scenarios' events from one JVM, by scenario."""
     missing = ""
     try:
@@ -78,7 +78,7 @@ def java_events(millpond_bootstrap: str) -> Iterator[dict[str, list[dict[str, An
     if missing:
         pytest.fail(missing, pytrace=False)
     classes = compiled_driver(classpath)
-    create_topic(millpond_bootstrap, PRODUCE_TOPIC, 3)
+    create_topic(broker_bootstrap, PRODUCE_TOPIC, 3)
     command = [
         "java",
         *TOOL_JVM,
@@ -88,7 +88,7 @@ def java_events(millpond_bootstrap: str) -> Iterator[dict[str, list[dict[str, An
         "ClientDriver",
         "produce-consume",
         "--bootstrap",
-        millpond_bootstrap,
+        broker_bootstrap,
         "--topic",
         PRODUCE_TOPIC,
         "--partitions",
@@ -96,7 +96,7 @@ def java_events(millpond_bootstrap: str) -> Iterator[dict[str, list[dict[str, An
         "--",
         "admin",
         "--bootstrap",
-        millpond_bootstrap,
+        broker_bootstrap,
         "--topic",
         ADMIN_TOPIC,
     ]
@@ -106,11 +106,12 @@ def java_events(millpond_bootstrap: str) -> Iterator[dict[str, list[dict[str, An
     yield by_scenario
 
 
+@pytest.mark.compat_matrix("Java kafka-clients", "produce-consume/none")
 def test_java_produce_consume(
-    java_events: dict[str, list[dict[str, Any]]], millpond_bootstrap: str
+    java_events: dict[str, list[dict[str, Any]]], broker_bootstrap: str
 ) -> None:
     check_produce_consume(java_events["produce-consume"])
-    batches = stored_batches(millpond_bootstrap, PRODUCE_TOPIC, 3)
+    batches = stored_batches(broker_bootstrap, PRODUCE_TOPIC, 3)
     producers = sorted({(b["producer_id"], b["producer_epoch"]) for b in batches})
     assert len(producers) == 1 and producers[0][0] >= 0, (
         f"the default (idempotent) producer wrote batches with producer ids/epochs {producers}"
@@ -192,6 +193,7 @@ def _admin_problems(events: list[dict[str, Any]], bootstrap: str) -> list[str]:
     return problems
 
 
-def test_java_admin(java_events: dict[str, list[dict[str, Any]]], millpond_bootstrap: str) -> None:
-    problems = _admin_problems(java_events["admin"], millpond_bootstrap)
-    assert not problems, "AdminClient against millpond:\n" + "\n".join(problems)
+@pytest.mark.compat_matrix("Java kafka-clients", "admin")
+def test_java_admin(java_events: dict[str, list[dict[str, Any]]], broker_bootstrap: str) -> None:
+    problems = _admin_problems(java_events["admin"], broker_bootstrap)
+    assert not problems, f"AdminClient against {broker_bootstrap}:\n" + "\n".join(problems)

@@ -1,4 +1,4 @@
-"""kcat (Debian's, librdkafka underneath) against ``millpond serve`` (SCENARIOS.md
+"""kcat (Debian's, librdkafka underneath) against millpond and Apache Kafka 4.4 (SCENARIOS.md
 ``produce-consume``), driven by compat_tests/cli/driver_kcat.py. kcat's producer cannot set a
 record's timestamp, so the records keep the wall-clock time kcat gave them (see the driver).
 
@@ -21,18 +21,19 @@ pytestmark = pytest.mark.compat
 DRIVER = Path(__file__).resolve().parent / "cli" / "driver_kcat.py"
 
 
-def test_kcat(millpond_bootstrap: str) -> None:
+@pytest.mark.compat_matrix("kcat", "produce-consume/none")
+def test_kcat(broker_bootstrap: str) -> None:
     if shutil.which("kcat") is None:
         pytest.fail("kcat not found on PATH: apt-get install -y kcat (.ci/run does)", pytrace=False)
     topic = "cli-kcat"
-    create_topic(millpond_bootstrap, topic, 3)
+    create_topic(broker_bootstrap, topic, 3)
     events = run_driver(
         [
             sys.executable,
             str(DRIVER),
             "produce-consume",
             "--bootstrap",
-            millpond_bootstrap,
+            broker_bootstrap,
             "--topic",
             topic,
             "--partitions",

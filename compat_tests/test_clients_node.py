@@ -1,4 +1,4 @@
-"""kafkajs against ``millpond serve``: SCENARIOS.md's ``produce-consume`` through
+"""kafkajs against millpond and Apache Kafka 4.4: SCENARIOS.md's ``produce-consume`` through
 ``compat_tests/node/driver_kafkajs.js`` (keyed records with headers to a 3-partition topic, read
 back by partition from the beginning and from a timestamp), uncompressed and with gzip (the
 only codec built into kafkajs).
@@ -70,17 +70,18 @@ def node() -> str:
     return node
 
 
+@pytest.mark.compat_matrix("kafkajs", "produce-consume/{compression}")
 @pytest.mark.parametrize("compression", ["none", "gzip"])
-def test_produce_consume(node: str, millpond_bootstrap: str, compression: str) -> None:
+def test_produce_consume(node: str, broker_bootstrap: str, compression: str) -> None:
     topic = f"node-kafkajs-{compression}"
-    create_topic(millpond_bootstrap, topic, PARTITIONS)
+    create_topic(broker_bootstrap, topic, PARTITIONS)
     events = run_driver(
         [
             node,
             str(DRIVER),
             "produce-consume",
             "--bootstrap",
-            millpond_bootstrap,
+            broker_bootstrap,
             "--topic",
             topic,
             "--partitions",

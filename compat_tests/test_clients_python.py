@@ -1,5 +1,6 @@
-"""The Python clients against ``millpond serve`` (SCENARIOS.md ``produce-consume``): kafka-python
-(idempotent by default), confluent-kafka (librdkafka, idempotent) with every codec, aiokafka."""
+"""The Python clients against millpond and the reference Apache Kafka 4.4 (SCENARIOS.md
+``produce-consume``): kafka-python (idempotent by default), confluent-kafka (librdkafka,
+idempotent) with every codec, aiokafka."""
 
 from __future__ import annotations
 
@@ -52,18 +53,19 @@ def _produce_consume(
         assert producers == [(-1, -1)], f"batches of a non-idempotent producer: {producers}"
 
 
-def test_kafka_python(millpond_bootstrap: str) -> None:
-    _produce_consume(
-        millpond_bootstrap, "driver_kafka_python.py", "py-kafka-python", idempotent=True
-    )
+@pytest.mark.compat_matrix("kafka-python", "produce-consume/none")
+def test_kafka_python(broker_bootstrap: str) -> None:
+    _produce_consume(broker_bootstrap, "driver_kafka_python.py", "py-kafka-python", idempotent=True)
 
 
+@pytest.mark.compat_matrix("confluent-kafka", "produce-consume/{codec}")
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_confluent_kafka(millpond_bootstrap: str, codec: str) -> None:
+def test_confluent_kafka(broker_bootstrap: str, codec: str) -> None:
     _produce_consume(
-        millpond_bootstrap, "driver_confluent.py", f"py-confluent-{codec}", codec, idempotent=True
+        broker_bootstrap, "driver_confluent.py", f"py-confluent-{codec}", codec, idempotent=True
     )
 
 
-def test_aiokafka(millpond_bootstrap: str) -> None:
-    _produce_consume(millpond_bootstrap, "driver_aiokafka.py", "py-aiokafka", idempotent=False)
+@pytest.mark.compat_matrix("aiokafka", "produce-consume/none")
+def test_aiokafka(broker_bootstrap: str) -> None:
+    _produce_consume(broker_bootstrap, "driver_aiokafka.py", "py-aiokafka", idempotent=False)

@@ -96,6 +96,8 @@ CLIENTS: dict[str, Callable[[], str]] = {
     "kafkajs": _kafkajs,
     "franz-go": _go_module("github.com/twmb/franz-go"),
     "sarama": _go_module("github.com/IBM/sarama"),
+    # Kafka's own command-line tools (compat_tests/test_kafka_tools.py), by their main classes.
+    "Kafka CLI tools": lambda: KAFKA_VERSION,
 }
 
 # Every client x scenario a test covers (on every broker); the others are "n/a".
@@ -116,6 +118,8 @@ CELLS: frozenset[tuple[str, str]] = frozenset(
         ("franz-go", "produce-consume/zstd"),
         ("sarama", "produce-consume/none"),
         ("sarama", "produce-consume/lz4"),
+        ("Kafka CLI tools", "produce-consume/none"),
+        ("Kafka CLI tools", "admin"),
     }
 )
 
@@ -207,7 +211,8 @@ class Recorder:
             "(SCENARIOS.md; `produce-consume/<codec>` is produce-consume with that compression)",
             f"against millpond and against the reference Apache Kafka {KAFKA_VERSION}.",
             "Regenerate with",
-            "`.venv/bin/python -m pytest compat_tests/test_clients_*.py`.",
+            "`.venv/bin/python -m pytest compat_tests/test_clients_*.py "
+            "compat_tests/test_kafka_tools.py`.",
             "",
             "pass / **fail** / not run (deselected in the session that wrote this file) /",
             "n/a (the client has no test of that scenario).",

@@ -12,7 +12,10 @@ Behaviour, as Apache Kafka 4.4:
   image's; UNKNOWN_TOPIC_OR_PARTITION for unknown partitions.
 - A partition asked for twice: one INVALID_REQUEST answer; a topic named twice is answered
   once.
-- Not yet: -5 (earliest pending upload, tiered storage), follower replica requests.
+- -5 (latest tiered) and -6 (earliest pending upload) concern tiered storage, which
+  millpond does not have: answered offset -1, timestamp -1, as Kafka answers them with
+  remote storage off.
+- Not yet: follower replica requests.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from millpond.controller.image import TopicImage
 
 EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
@@ -90,6 +95,8 @@ def _lookup(
     if log is None:
         return _answer(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     target = wanted.timestamp
+    if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return _answer(index, ErrorCode.NONE)
     if target == EARLIEST_LOCAL_TIMESTAMP:
         target = EARLIEST_TIMESTAMP
     if target == MAX_TIMESTAMP and version < 7:

@@ -1,0 +1,268 @@
+"""Apache Kafka 4.4's own command-line tools, run through their main classes (what Kafka's bin/
+scripts call) against millpond and the reference Kafka 4.4: topics, configs, the console
+producer and consumer, offsets, delete-records and log dirs. Each test names its own topics
+(the brokers are shared by the session) and asserts on what the tool prints. In
+compat_tests/MATRIX.md the console producer and consumer fill the "Kafka CLI tools" row's
+produce-consume/none cells, the other tools its admin cells."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from compat_tests.harness import create_topic
+from compat_tests.kafka.reference import TOOL_JVM, TOOLS_LOG4J, kafka_classpath, run_tool
+
+pytestmark = pytest.mark.compat
+
+TOOLS = "org.apache.kafka.tools"
+
+
+def _tool(main_class: str, args: Sequence[str], stdin: str | None = None) -> str:
+    """Run ``main_class`` with ``args`` (and ``stdin``, if given) and return its stdout; fail the
+    test, with the whole output, when it exits non-zero or logs an error."""
+    if stdin is None:
+        result = run_tool(main_class, args, timeout=60)
+    else:  # run_tool gives the tool no stdin: the console producer reads its records there
+        command = [
+            "java",
+            *TOOL_JVM,
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
+            "-cp",
+            kafka_classpath(),
+            main_class,
+            *args,
+        ]
+        result = subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
+    name = main_class.rsplit(".", 1)[-1]
+    report = f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
+    assert result.returncode == 0, f"{name} {' '.join(args)} exited {result.returncode}:\n{report}"
+    assert "ERROR" not in result.stderr, f"{name} {' '.join(args)} logged errors:\n{report}"
+    return result.stdout
+
+
+def _produce(bootstrap: str, topic: str, lines: Sequence[str]) -> None:
+    """Produce ``key:value`` lines with the console producer (acks=all). Not ``--sync``: each
+    synchronous send would wait out the tool's default 1 s linger; closing flushes them all."""
+    _tool(
+        f"{TOOLS}.ConsoleProducer",
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--property",
+            "parse.key=true",
+            "--property",
+            "key.separator=:",
+            "--producer-property",
+            "acks=all",
+        ],
+        stdin="".join(f"{line}\n" for line in lines),
+    )
+
+
+def _offsets(bootstrap: str, topic: str, time: str) -> dict[int, int]:
+    """GetOffsetShell's ``topic:partition:offset`` lines at ``time`` (-1 latest, -2 earliest,
+    ...); it leaves out partitions the broker answers offset -1 for."""
+    out = _tool(
+        f"{TOOLS}.GetOffsetShell",
+        ["--bootstrap-server", bootstrap, "--topic", topic, "--time", time],
+    )
+    offsets: dict[int, int] = {}
+    for line in out.splitlines():
+        match = re.fullmatch(rf"{re.escape(topic)}:(\d+):(\d+)", line.strip())
+        assert match, f"GetOffsetShell printed an unexpected line {line!r}:\n{out}"
+        offsets[int(match[1])] = int(match[2])
+    return offsets
+
+
+def _describe_partitions(out: str, topic: str) -> list[int]:
+    """The partition numbers of ``topic`` in TopicCommand --describe's per-partition lines."""
+    return [
+        int(m[1])
+        for m in re.finditer(rf"^\s*Topic: {re.escape(topic)}\s+Partition: (\d+)\s", out, re.M)
+    ]
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "admin")
+def test_topic_command(broker_bootstrap: str) -> None:
+    topic = "tools-topic-command"
+    cmd = f"{TOOLS}.TopicCommand"
+    server = ["--bootstrap-server", broker_bootstrap]
+    created = _tool(
+        cmd,
+        [
+            *server,
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "2",
+            "--replication-factor",
+            "1",
+            "--config",
+            "retention.ms=123456",
+            "--config",
+            "cleanup.policy=compact",
+        ],
+    )
+    assert f"Created topic {topic}." in created, created
+
+    listed = _tool(cmd, [*server, "--list"]).splitlines()
+    assert topic in listed, listed
+
+    described = _tool(cmd, [*server, "--describe", "--topic", topic])
+    summary = re.search(rf"^Topic: {re.escape(topic)}\s.*$", described, re.M)
+    assert summary, described
+    assert re.search(r"\bPartitionCount: 2\b", summary[0]), described
+    assert re.search(r"\bReplicationFactor: 1\b", summary[0]), described
+    configs = re.search(r"\bConfigs: (\S*)", summary[0])
+    assert configs, described
+    assert {"retention.ms=123456", "cleanup.policy=compact"} <= set(configs[1].split(",")), (
+        described
+    )
+    assert _describe_partitions(described, topic) == [0, 1], described
+
+    _tool(cmd, [*server, "--alter", "--topic", topic, "--partitions", "3"])
+    described = _tool(cmd, [*server, "--describe", "--topic", topic])
+    assert re.search(r"\bPartitionCount: 3\b", described), described
+    assert _describe_partitions(described, topic) == [0, 1, 2], described
+
+
+def _topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    """ConfigCommand --describe's dynamic configs of ``topic`` (name -> value)."""
+    out = _tool(
+        f"{TOOLS}.ConfigCommand",
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            topic,
+        ],
+    )
+    header = f"Dynamic configs for topic {topic} are:"
+    assert header in out, out
+    configs: dict[str, str] = {}
+    for line in out.split(header, 1)[1].splitlines():
+        match = re.match(r"\s+([\w.]+)=(\S*) sensitive=", line)
+        if match:
+            configs[match[1]] = match[2]
+    return configs
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "admin")
+def test_config_command(broker_bootstrap: str) -> None:
+    topic = "tools-config-command"
+    create_topic(broker_bootstrap, topic, 1, {"retention.ms": "600000"})
+    cmd = f"{TOOLS}.ConfigCommand"
+    entity = ["--entity-type", "topics", "--entity-name", topic]
+    server = ["--bootstrap-server", broker_bootstrap]
+    assert _topic_configs(broker_bootstrap, topic) == {"retention.ms": "600000"}
+
+    out = _tool(
+        cmd,
+        [*server, "--alter", *entity, "--add-config", "max.message.bytes=65536,retention.ms=5000"],
+    )
+    assert f"Completed updating config for topic {topic}." in out, out
+    assert _topic_configs(broker_bootstrap, topic) == {
+        "retention.ms": "5000",
+        "max.message.bytes": "65536",
+    }
+
+    out = _tool(cmd, [*server, "--alter", *entity, "--delete-config", "retention.ms"])
+    assert f"Completed updating config for topic {topic}." in out, out
+    assert _topic_configs(broker_bootstrap, topic) == {"max.message.bytes": "65536"}
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "produce-consume/none")
+def test_console_producer_consumer(broker_bootstrap: str) -> None:
+    topic = "tools-console"
+    create_topic(broker_bootstrap, topic, 1)
+    lines = [f"key-{i}:value {i}" for i in range(5)]
+    _produce(broker_bootstrap, topic, lines)
+    out = _tool(
+        f"{TOOLS}.consumer.ConsoleConsumer",
+        [
+            "--bootstrap-server",
+            broker_bootstrap,
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--offset",
+            "earliest",
+            "--max-messages",
+            str(len(lines)),
+            "--timeout-ms",
+            "30000",
+            "--formatter-property",
+            "print.key=true",
+            "--formatter-property",
+            "key.separator=:",
+            "--formatter-property",
+            "print.offset=true",
+        ],
+    )
+    expected = [f"Offset:{i}:{line}" for i, line in enumerate(lines)]
+    assert out.splitlines() == expected, out
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "admin")
+def test_get_offsets_and_delete_records(broker_bootstrap: str, tmp_path: Path) -> None:
+    topic = "tools-delete-records"
+    create_topic(broker_bootstrap, topic, 1)
+    _produce(broker_bootstrap, topic, [f"k{i}:v{i}" for i in range(6)])
+    assert _offsets(broker_bootstrap, topic, "-1") == {0: 6}
+    assert _offsets(broker_bootstrap, topic, "-2") == {0: 0}
+
+    offsets_file = tmp_path / "offsets.json"
+    offsets_file.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]})
+    )
+    out = _tool(
+        f"{TOOLS}.DeleteRecordsCommand",
+        ["--bootstrap-server", broker_bootstrap, "--offset-json-file", str(offsets_file)],
+    )
+    assert re.search(rf"partition: {re.escape(topic)}-0\s+low_watermark: 4", out), (
+        f"DeleteRecordsCommand did not report the new low watermark:\n{out}"
+    )
+    assert _offsets(broker_bootstrap, topic, "-2") == {0: 4}
+    assert _offsets(broker_bootstrap, topic, "earliest-local") == {0: 4}
+    assert _offsets(broker_bootstrap, topic, "-1") == {0: 6}
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "admin")
+def test_log_dirs_command(broker_bootstrap: str) -> None:
+    topic = "tools-log-dirs"
+    create_topic(broker_bootstrap, topic, 2)
+    _produce(broker_bootstrap, topic, ["a:1", "b:2"])
+    out = _tool(
+        f"{TOOLS}.LogDirsCommand",
+        ["--bootstrap-server", broker_bootstrap, "--describe", "--topic-list", topic],
+    )
+    json_lines = [line for line in out.splitlines() if line.startswith("{")]
+    assert len(json_lines) == 1, out
+    described = json.loads(json_lines[0])
+    assert described["version"] == 1, described
+    brokers = described["brokers"]
+    assert len(brokers) == 1, described
+    log_dirs = brokers[0]["logDirs"]
+    assert log_dirs and all(d["error"] is None for d in log_dirs), described
+    partitions = {p["partition"]: p for d in log_dirs for p in d["partitions"]}
+    assert sorted(partitions) == [f"{topic}-0", f"{topic}-1"], described
+    assert sum(p["size"] for p in partitions.values()) > 0, described
+    assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in partitions.values()), (
+        described
+    )

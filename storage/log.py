@@ -158,6 +158,7 @@ class Log:
         assign_offsets: bool,
         leader_epoch: int = -1,
         validate_crc: bool = True,
+        batches: list[RecordBatch] | None = None,
     ) -> LogAppendInfo:
         """Append the batches in ``records`` with one write.
 
@@ -166,15 +167,21 @@ class Log:
         LogAppendTime topic; pass a writable buffer (a read-only one is copied). Without
         it (replication) the batches keep their offsets, which must start at or after
         the log end and increase. A CRC is checked unless the caller already did.
+        A caller that already walked ``records`` (a writable buffer) and checked the
+        batches' lengths, sizes and CRCs passes their views as ``batches``, so the
+        produce path walks the headers once.
         """
         if self._offline:
             self._check_online()
         view = memoryview(records).cast("B")
-        if assign_offsets and view.readonly:
-            view = memoryview(bytearray(view))
         config = self.config
+        if batches is None:
+            if assign_offsets and view.readonly:
+                view = memoryview(bytearray(view))
+            batches = self._walk(view, validate_crc, config.max_message_bytes)
+        elif assign_offsets and view.readonly:
+            raise ValueError("batches to stamp must be views of a writable buffer")
         size = len(view)
-        batches = self._walk(view, validate_crc, config.max_message_bytes)
         if size > config.segment_bytes:
             raise RecordTooLargeError(f"{size} bytes exceed segment.bytes")
         now = self._clock.now_ms()

@@ -41,7 +41,7 @@ from millpond.wire.generated.api.produce_response import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from millpond.wire.records import iter_batches
+from millpond.wire.records import RecordBatch, iter_batches
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
@@ -87,12 +87,12 @@ def _produce_partition(
     if data.records is None:
         return _failed(data.index, ErrorCode.INVALID_RECORD, "no records in the partition data")
     records = memoryview(data.records)
-    problem = _invalid_batches(records)
-    if problem is not None:
+    batches = _magic_2_batches(records)
+    if batches is None:
         # Kafka sends no error_message for these, nor for oversized or corrupt batches
         # (checked against the real broker by compat_tests/test_differential.py).
         return _failed(data.index, ErrorCode.INVALID_RECORD)
-    if _nonzero_base_offset(records):
+    if any(batch.base_offset != 0 for batch in batches):
         # Refused when the log validates the batch: the answer carries its log start.
         log = broker.replicas.log(topic, data.index)
         failed = _failed(data.index, ErrorCode.INVALID_RECORD)
@@ -112,21 +112,13 @@ def _produce_partition(
     )
 
 
-def _invalid_batches(records: memoryview) -> str | None:
-    """What Kafka's produce request validation refuses with INVALID_RECORD: anything
-    but magic 2 batches."""
+def _magic_2_batches(records: memoryview) -> list[RecordBatch] | None:
+    """The batches, or None for what Kafka's produce request validation refuses with
+    INVALID_RECORD: anything but magic 2 batches, or no batch at all."""
     try:
-        batches = list(iter_batches(records))
-    except DecodeError as exc:
-        return f"records are not magic 2 record batches: {exc}"
-    if not batches:
-        return "no record batch in the partition data"
-    return None
-
-
-def _nonzero_base_offset(records: memoryview) -> bool:
-    """A batch whose base offset is not 0 (INVALID_RECORD, as Kafka's log validator says)."""
-    return any(batch.base_offset != 0 for batch in iter_batches(records))
+        return list(iter_batches(records)) or None
+    except DecodeError:
+        return None
 
 
 ROUTE = Route(0, 0, 13, handle, served_min_version=3)

@@ -401,3 +401,16 @@ def test_failed_write_and_fsync_leave_the_log_consistent() -> None:
     assert log.recovery_point == 3
     fs.crash()
     assert all_offsets(open_log(fs, rp=3)) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_batches_walked_by_the_caller_are_not_walked_again() -> None:
+    log = open_log(mem_fs())
+    data = bytearray(batch(2) + batch(3))
+    walked = list(iter_batches(memoryview(data)))
+    info = log.append(data, assign_offsets=True, leader_epoch=1, batches=walked)
+    assert (info.first_offset, info.last_offset) == (0, 4)
+    assert walked[1].base_offset == 2  # the caller's views were stamped in place
+    assert all_offsets(log) == [(0, 1), (2, 4)]
+    readonly = bytes(batch(1))
+    with pytest.raises(ValueError, match="writable"):
+        log.append(readonly, assign_offsets=True, batches=list(iter_batches(readonly)))

@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -96,45 +95,54 @@ def bench_append(root: Path, batch: bytearray) -> tuple[float, float]:
 # -- read ------------------------------------------------------------------------------------
 
 
+DRAIN_SCRIPT = r"""
+import os, socket, struct, sys
+sock = socket.socket(fileno=int(sys.argv[1]))
+control, done = int(sys.argv[2]), int(sys.argv[3])
+buf = memoryview(bytearray(4 * 1024 * 1024))
+while len(want := os.read(control, 8)) == 8:
+    left = struct.unpack(">q", want)[0]
+    while left > 0:
+        n = sock.recv_into(buf)
+        if not n:
+            sys.exit(0)
+        left -= n
+    os.write(done, b".")
+"""
+
+
 class Drain:
-    """A loopback TCP connection whose far end a thread reads and throws away."""
+    """A loopback TCP connection whose far end another process reads and throws away
+    (a process, not a thread: a draining thread would contend for the GIL with the
+    sender, and penalize whichever side runs more Python per region)."""
 
     def __init__(self) -> None:
         listener = socket.create_server(("127.0.0.1", 0))
         self.sender = socket.create_connection(listener.getsockname())
-        self.receiver, _ = listener.accept()
+        receiver, _ = listener.accept()
         listener.close()
-        self._want = 0
-        self._done = threading.Event()
-        self._go = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        buf = memoryview(bytearray(4 * 1024 * 1024))
-        while True:
-            self._go.wait()
-            self._go.clear()
-            got = 0
-            while got < self._want:
-                n = self.receiver.recv_into(buf)
-                if not n:
-                    return
-                got += n
-            self._done.set()
+        control_r, self._control = os.pipe()
+        self._done, done_w = os.pipe()
+        fds = (receiver.fileno(), control_r, done_w)
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", DRAIN_SCRIPT, *map(str, fds)], pass_fds=fds
+        )
+        for fd in (control_r, done_w):
+            os.close(fd)
+        receiver.close()
 
     def expect(self, nbytes: int) -> None:
-        self._want = nbytes
-        self._done.clear()
-        self._go.set()
+        os.write(self._control, nbytes.to_bytes(8, "big"))
 
     def wait(self) -> None:
-        self._done.wait()
+        if os.read(self._done, 1) != b".":
+            raise RuntimeError("the drain process died")
 
     def close(self) -> None:
         self.sender.close()
-        self.receiver.close()
-        self._thread.join(timeout=10)
+        os.close(self._control)
+        self._child.wait(timeout=10)
+        os.close(self._done)
 
 
 def send_sendfile(sock: socket.socket, fd: int, position: int, size: int) -> None:

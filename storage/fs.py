@@ -124,11 +124,14 @@ class OsFile:
         return self._size
 
     def append(self, data: Buffer) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.pwrite(self._fd, view, self._size)
-            self._size += written
-            view = view[written:]
+        written = os.pwrite(self._fd, data, self._size)
+        self._size += written
+        if written < len(data):  # a short write: rare (a signal, a disk about to fill)
+            view = memoryview(data).cast("B")[written:]
+            while view:
+                written = os.pwrite(self._fd, view, self._size)
+                self._size += written
+                view = view[written:]
 
     def read_at(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)

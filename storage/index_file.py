@@ -215,7 +215,8 @@ class IndexFile(IndexPath):
     @property
     def entries(self) -> int:
         """The number of entries, pending ones included (loads the file)."""
-        self._ensure_loaded()
+        if not self._loaded:
+            self._ensure_loaded()
         return self._count
 
     @property
@@ -225,7 +226,8 @@ class IndexFile(IndexPath):
 
     @property
     def is_full(self) -> bool:
-        self._ensure_loaded()
+        if not self._loaded:
+            self._ensure_loaded()
         return self._count >= self._max_entries
 
     @property

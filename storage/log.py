@@ -26,6 +26,8 @@ import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
+from crc32c import crc32c
+
 from millpond.storage import log_read
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
@@ -56,8 +58,11 @@ from millpond.storage.segment import LogSegment
 from millpond.storage.segment_read import FetchData, TimestampAndOffset
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch, iter_batches
+from millpond.wire.records.batch import ATTRIBUTES_OFFSET, HEADER, MAGIC
 
 _BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch: its size minus LOG_OVERHEAD
+#: A batch's first 16 bytes: base offset, batch length, partition leader epoch.
+_STAMP = struct.Struct(">qii")
 
 
 class Log:
@@ -178,6 +183,11 @@ class Log:
         if batches is None:
             if assign_offsets and view.readonly:
                 view = memoryview(bytearray(view))
+            size = len(view)
+            if size >= BATCH_HEADER_SIZE and assign_offsets and not config.log_append_time:
+                header = HEADER.unpack_from(view)
+                if header[1] + LOG_OVERHEAD == size:
+                    return self._append_one(view, header, leader_epoch, validate_crc)
             batches = self._walk(view, validate_crc, config.max_message_bytes)
         elif assign_offsets and view.readonly:
             raise ValueError("batches to stamp must be views of a writable buffer")
@@ -200,6 +210,47 @@ class Log:
         if self._log_end_offset - self._recovery_point >= config.flush_messages:
             self.flush()
         return info
+
+    def _append_one(
+        self, view: memoryview, header: tuple[int, ...], epoch: int, validate_crc: bool
+    ) -> LogAppendInfo:
+        """The leader's append of a request that is exactly one batch (most are): the
+        same checks, stamps and bookkeeping as the general path, from the one header
+        read, without batch views (a third of the time of a 16 KiB append)."""
+        size = len(view)
+        config = self.config
+        if header[3] != MAGIC:
+            raise CorruptRecordError(f"record batch magic {header[3]}, expected {MAGIC}")
+        if size > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes {config.max_message_bytes}"
+            )
+        if validate_crc and crc32c(view[ATTRIBUTES_OFFSET:]) != header[4]:
+            raise CorruptRecordError(f"batch at offset {header[0]} fails its CRC")
+        if size > config.segment_bytes:
+            raise RecordTooLargeError(f"{size} bytes exceed segment.bytes")
+        first = self._log_end_offset
+        last = first + header[6]
+        _STAMP.pack_into(view, 0, first, header[1], epoch)
+        now = self._clock.now_ms()
+        max_ts = header[8]
+        segment = self._segments[-1]
+        if segment.should_roll(config, size, max_ts, last, now):
+            segment = self.roll(first)
+        try:
+            segment.append_batch(view, last, max_ts, now)
+        except BaseException:
+            self._offline = segment.failed
+            raise
+        self._log_end_offset = last + 1
+        if self.leader_epochs is not None:
+            self._assign_epoch(epoch, first)
+        if last + 1 - self._recovery_point >= config.flush_messages:
+            self.flush()
+        return LogAppendInfo(
+            first, last, max_ts, last if max_ts >= 0 else -1, -1,
+            self._log_start_offset, 1, header[12], size,
+        )  # fmt: skip
 
     @staticmethod
     def _walk(view: memoryview, validate_crc: bool, limit: int) -> list[RecordBatch]:

@@ -189,11 +189,14 @@ class LogSegment:
         size = self._log.size()
         if size > config.segment_bytes - messages_size:
             return True
-        if size > 0 and (
-            self.time_waited_for_roll(now_ms, max_timestamp)
-            > config.max_segment_ms - self.roll_jitter_ms
-        ):
-            return True
+        if size > 0:
+            first_ts = self._rolling_timestamp  # inlined time_waited_for_roll: a hot path
+            if first_ts is None:
+                waited = self.time_waited_for_roll(now_ms, max_timestamp)
+            else:
+                waited = max_timestamp - first_ts if first_ts >= 0 else now_ms - self._created_ms
+            if waited > config.max_segment_ms - self.roll_jitter_ms:
+                return True
         if not self._indexes_checked:
             self._check_indexes()
         offset_index = self._offset_index
@@ -210,18 +213,32 @@ class LogSegment:
     ) -> None:
         """Write ``records`` (whole, already validated and stamped batches; ``batches``
         are their views, in order) with one file append; ``now_ms`` (the clock's, by
-        default) is the time of the append.
+        default) is the time of the append."""
+        if records:
+            shape = [(b.last_offset, b.max_timestamp, b.size_in_bytes) for b in batches]
+            self._append(records, shape, now_ms)
+
+    def append_batch(
+        self, records: Buffer, last_offset: int, max_timestamp: int, now_ms: int | None = None
+    ) -> None:
+        """:meth:`append` of exactly one batch whose header the caller already read (the
+        produce path's common case: no batch view needed)."""
+        self._append(records, ((last_offset, max_timestamp, len(records)),), now_ms)
+
+    def _append(
+        self, records: Buffer, shape: Sequence[tuple[int, int, int]], now_ms: int | None
+    ) -> None:
+        """The write and the index entries; ``shape`` is each batch's last offset, max
+        timestamp and size.
 
         Index entries follow Kafka's LogSegment: per batch, once more than
         index.interval.bytes were written since the previous entry, an entry (the
         batch's last offset, the batch's position) goes to the offset index and the
         largest timestamp so far to the time index. Recovery rebuilds the same entries.
         """
-        if not records:
-            return
         if not self._indexes_checked:
             self._check_indexes()
-        largest_offset = batches[-1].last_offset
+        largest_offset = shape[-1][0]
         if not self._offset_index.can_append_offset(largest_offset):
             raise SegmentOffsetOverflowError(
                 f"offset {largest_offset} does not fit segment {self.base_offset}"
@@ -233,28 +250,27 @@ class LogSegment:
         try:
             log.append(records)
             if position == 0:
-                self._rolling_timestamp = batches[0].max_timestamp
-            self._index_batches(batches, position)
+                self._rolling_timestamp = shape[0][1]
+            self._index_batches(shape, position)
         except BaseException:
             self._max_ts, self._rolling_timestamp, self._bytes_since_index_entry = saved
             self._undo_append(position, entries)
             raise
         self._last_modified_ms = self._clock.now_ms() if now_ms is None else now_ms
 
-    def _index_batches(self, batches: Sequence[RecordBatch], position: int) -> None:
+    def _index_batches(self, shape: Sequence[tuple[int, int, int]], position: int) -> None:
         interval = self._index_interval
         since_entry = self._bytes_since_index_entry
         best = self._max_ts
         if best is None:
             best = self.max_timestamp_so_far
-        for batch in batches:
-            if batch.max_timestamp > best.timestamp:
-                best = self._max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
+        for last_offset, max_timestamp, size in shape:
+            if max_timestamp > best.timestamp:
+                best = self._max_ts = TimestampOffset(max_timestamp, last_offset)
             if since_entry > interval:
-                self._offset_index.append(batch.last_offset, position)
+                self._offset_index.append(last_offset, position)
                 self._time_index.maybe_append(best.timestamp, best.offset)
                 since_entry = 0
-            size = batch.size_in_bytes
             position += size
             since_entry += size
         self._bytes_since_index_entry = since_entry

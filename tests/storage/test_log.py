@@ -414,3 +414,25 @@ def test_batches_walked_by_the_caller_are_not_walked_again() -> None:
     readonly = bytes(batch(1))
     with pytest.raises(ValueError, match="writable"):
         log.append(readonly, assign_offsets=True, batches=list(iter_batches(readonly)))
+
+
+@pytest.mark.parametrize(("count", "ts"), [(3, T0), (1, -1)])
+def test_one_batch_append_matches_the_general_path(count: int, ts: int) -> None:
+    """A one-batch request takes a shorter path; what it writes and reports must be
+    what the walk over batch views gives for the same bytes."""
+    fast, walked = open_log(mem_fs()), open_log(mem_fs())
+    infos = []
+    for log, walk in ((fast, False), (walked, True)):
+        produce(log, 2, count=2)  # the next append starts at offset 4
+        data = batch(count, ts=ts)
+        views = list(iter_batches(memoryview(data))) if walk else None
+        infos.append(log.append(data, assign_offsets=True, leader_epoch=9, batches=views))
+    assert infos[0] == infos[1]
+    assert (infos[0].first_offset, infos[0].records_count) == (4, count)
+    assert infos[0].offset_of_max_timestamp == (-1 if ts < 0 else 3 + count)
+    assert log_bytes(fast) == log_bytes(walked)
+
+
+def log_bytes(log: Log) -> bytes:
+    reads = (s.read(s.base_offset, 1 << 30) for s in log.segments)
+    return b"".join(r.records.read() for r in reads if r is not None)

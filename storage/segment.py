@@ -24,7 +24,6 @@ serializes every call.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 
 from millpond.storage.clock import Clock
@@ -325,11 +324,8 @@ class LogSegment:
         """The last batch boundary <= ``limit``, walking from the nearest indexed batch
         start at or after ``position`` (index entries are batch starts), so the walk is
         bounded by index.interval.bytes plus one append, not by the fetch size."""
-        index = self.offset_index
-        slot = bisect_right(range(index.entries), limit, key=lambda i: index.entry(i).position)
-        start = position
-        if slot > 0:
-            start = max(position, index.entry(slot - 1).position)
+        below = self.offset_index.lookup_position(limit)
+        start = position if below is None else max(position, below.position)
         stop = start
         for header in walk_headers(self._log, start, self.size):
             if header.position + header.size > limit:

@@ -24,6 +24,7 @@ from millpond.broker.maintenance import Maintenance
 from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.server import KafkaServer
+from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.image import BrokerEndpoint, MetadataImage
 from millpond.storage.checkpoints import read_meta_properties
@@ -87,8 +88,11 @@ class Broker:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         config: BrokerConfig | None = None,
+        trace: RequestTrace | None = None,
     ) -> None:
         self.node_id = node_id
+        #: Where each request is traced (``millpond serve --trace``), if anywhere.
+        self.trace = trace
         #: The configuration DescribeConfigs reports (``from_config``'s, else one built
         #: from these arguments).
         self.config: BrokerConfig = config or _config_of(
@@ -220,5 +224,7 @@ class Broker:
         self.replicas.shutdown()  # producer state snapshots at each log end
         self.log_manager.shutdown()
         self.controller.close()
+        if self.trace is not None:
+            self.trace.close()
         if self._lock is not None:
             self._lock.release()

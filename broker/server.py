@@ -18,11 +18,13 @@ import asyncio
 import inspect
 import itertools
 import logging
+import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from millpond.broker import trace as trace_outcomes
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import CloseConnection, Dispatcher
+from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
 from millpond.wire import DecodeError
 from millpond.wire.framing import FrameReader, size_prefix
 
@@ -113,6 +115,19 @@ class KafkaConnection(asyncio.Protocol):
     async def _handle(self, frame: memoryview) -> bytes | None:
         ctx = RequestContext(self.connection_id, self.peer)
         route, request = self._dispatcher.parse(frame, ctx)
+        trace = self._broker.trace
+        if trace is None:
+            return await self._answer(route, ctx, request)
+        started = time.perf_counter_ns()
+        outcome = trace_outcomes.CLOSED
+        try:
+            response = await self._answer(route, ctx, request)
+            outcome = trace_outcomes.NO_RESPONSE if response is None else trace_outcomes.ANSWERED
+            return response
+        finally:
+            trace.record(ctx, started, outcome)
+
+    async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> bytes | None:
         try:
             result = route.handler(self._broker, ctx, request)
             if inspect.isawaitable(result):

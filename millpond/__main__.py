@@ -29,6 +29,11 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="set one property, after the file (repeatable)",
     )
+    serve.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="append one JSON line per request to FILE (client, API, version, latency)",
+    )
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
     ping.add_argument("--timeout-ms", type=int, default=5000)
@@ -64,7 +69,7 @@ def _ping(bootstrap: str, timeout_ms: int) -> int:
     return 0 if error == 0 else 1
 
 
-async def _serve(config_path: str | None, overrides: list[str]) -> int:
+async def _serve(config_path: str | None, overrides: list[str], trace: str | None) -> int:
     from millpond.broker.config import ConfigError, load_config
     from millpond.broker.dir_lock import DataDirLockedError
     from millpond.broker.node import Broker
@@ -77,9 +82,18 @@ async def _serve(config_path: str | None, overrides: list[str]) -> int:
         return 2
     for warning in warnings:
         log.warning("%s", warning)
+    from millpond.broker.trace import RequestTrace
+
     try:
-        broker = Broker.from_config(config)
+        tracer = RequestTrace.open(trace) if trace else None
+    except OSError as exc:
+        sys.stderr.write(f"millpond: cannot open the trace file: {exc}\n")
+        return 2
+    try:
+        broker = Broker.from_config(config, trace=tracer)
     except DataDirLockedError as exc:
+        if tracer is not None:
+            tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 1
     await broker.start()
@@ -106,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "serve":
-        return asyncio.run(_serve(args.config, args.override))
+        return asyncio.run(_serve(args.config, args.override, args.trace))
     if args.command == "ping":
         return _ping(args.bootstrap_server, args.timeout_ms)
     return 2

@@ -1,0 +1,56 @@
+"""Keyed deadlines for the group coordinator: a member's session, a group's join and
+sync phases. Scheduling a key again replaces its deadline, as Kafka's coordinator timer
+does, so a heartbeat simply reschedules its member's key.
+
+No clock and no threads: the owner asks which actions are due at a time it gives.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+Action = Callable[[], None]
+
+
+class Timers:
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, str]] = []
+        self._live: dict[str, tuple[int, Action]] = {}  # key -> (sequence, action)
+        self._sequence = itertools.count()
+
+    def schedule(self, key: str, deadline_ms: int, action: Action) -> None:
+        sequence = next(self._sequence)
+        self._live[key] = (sequence, action)
+        heapq.heappush(self._heap, (deadline_ms, sequence, key))
+
+    def cancel(self, key: str) -> None:
+        self._live.pop(key, None)
+
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._live
+
+    def next_deadline(self) -> int | None:
+        """The earliest pending deadline (stale heap entries are dropped on the way)."""
+        heap = self._heap
+        while heap:
+            deadline, sequence, key = heap[0]
+            live = self._live.get(key)
+            if live is not None and live[0] == sequence:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def pop_due(self, now_ms: int) -> Action | None:
+        """The next action due at ``now_ms`` (removed), or None. One at a time, because
+        an action may schedule or cancel others."""
+        deadline = self.next_deadline()
+        if deadline is None or deadline > now_ms:
+            return None
+        _, _, key = heapq.heappop(self._heap)
+        _, action = self._live.pop(key)
+        return action
+
+    def __len__(self) -> int:
+        return len(self._live)

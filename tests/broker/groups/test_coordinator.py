@@ -1,0 +1,183 @@
+"""The classic group protocol, step by step, on a manual clock."""
+
+from __future__ import annotations
+
+from millpond.broker.groups import records
+from millpond.broker.groups.classic import GroupState
+from millpond.wire.errors import ErrorCode
+
+from .helpers import GROUP, Client, Harness
+
+
+def _stable_pair(h: Harness) -> tuple[Client, Client]:
+    """Two members through the KIP-394 round trip, a join phase and a sync."""
+    a, b = Client(h, "a"), Client(h, "b")
+    for c in (a, b):
+        c.join()
+        assert c.last_join.error_code == ErrorCode.MEMBER_ID_REQUIRED and c.member_id
+        c.join()  # with the member id it was given
+    # The initial rebalance delay, extended once because b joined during it.
+    h.tick(200)
+    assert a.last_join.error_code == b.last_join.error_code == ErrorCode.NONE
+    leader = a if a.last_join.leader == a.member_id else b
+    assert sorted(m.member_id for m in leader.last_join.members) == sorted(
+        [a.member_id, b.member_id]
+    )
+    follower = b if leader is a else a
+    assert follower.last_join.members == []
+    follower.sync()
+    assert follower.synced == []  # parked until the leader's assignment arrives
+    leader.sync({a.member_id: b"A", b.member_id: b"B"})
+    assert [r.assignment for r in a.synced] == [b"A"] and [r.assignment for r in b.synced] == [b"B"]
+    assert h.coordinator.groups[GROUP].state is GroupState.STABLE
+    return a, b
+
+
+def test_two_members_join_sync_and_heartbeat() -> None:
+    h = Harness()
+    a, b = _stable_pair(h)
+    assert a.generation == b.generation == 1
+    assert a.heartbeat() == b.heartbeat() == ErrorCode.NONE
+    group_records = [r for r in h.log.records if r[1] == records.group_key(GROUP)]
+    assert group_records, "the assignment is stored in __consumer_offsets"
+    decoded = records.decode(group_records[-1][1], group_records[-1][2])
+    assert isinstance(decoded, records.GroupRecord) and decoded.value is not None
+    assert {m.member_id: m.assignment for m in decoded.value.members} == {
+        a.member_id: b"A",
+        b.member_id: b"B",
+    }
+    assert all(p == records.partition_for(GROUP, 50) for p, _, _ in h.log.records)
+
+
+def test_a_new_member_triggers_a_rebalance_everyone_rejoins() -> None:
+    h = Harness()
+    a, b = _stable_pair(h)
+    c = Client(h, "c")
+    c.join()
+    c.join()
+    assert h.coordinator.groups[GROUP].state is GroupState.PREPARING_REBALANCE
+    assert a.heartbeat() == ErrorCode.REBALANCE_IN_PROGRESS
+    a.join()
+    assert len(c.joined) == 1  # waits for b
+    b.join()
+    assert [x.last_join.generation_id for x in (a, b, c)] == [2, 2, 2]
+    assert len({x.last_join.leader for x in (a, b, c)}) == 1
+
+
+def test_a_silent_member_is_removed_after_its_session_timeout() -> None:
+    h = Harness()
+    a, b = _stable_pair(h)
+    h.tick(6_000)
+    assert a.heartbeat() == ErrorCode.NONE  # b stays silent
+    h.tick(5_000)  # b's 10 s session is over
+    group = h.coordinator.groups[GROUP]
+    assert group.state is GroupState.PREPARING_REBALANCE and b.member_id not in group.members
+    a.join()
+    assert a.last_join.error_code == ErrorCode.NONE and a.last_join.generation_id == 2
+    assert b.heartbeat() == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_leave_rebalances_and_the_last_leave_empties_the_group() -> None:
+    h = Harness()
+    a, b = _stable_pair(h)
+    assert b.leave() == ErrorCode.NONE
+    a.join()
+    a.sync({a.member_id: b"all"})
+    assert [r.assignment for r in a.synced][-1] == b"all"
+    assert a.leave() == ErrorCode.NONE
+    assert h.coordinator.groups[GROUP].state is GroupState.EMPTY
+
+
+def test_stale_generation_and_unknown_member_are_refused() -> None:
+    h = Harness()
+    a, _ = _stable_pair(h)
+    a.generation = 0
+    assert a.heartbeat() == ErrorCode.ILLEGAL_GENERATION
+    stranger = Client(h, "x", member_id="x-nobody", generation=1)
+    assert stranger.heartbeat() == ErrorCode.UNKNOWN_MEMBER_ID
+    stranger.join()
+    assert stranger.last_join.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_restarted_static_member_takes_its_place_without_a_rebalance() -> None:
+    h = Harness()
+    a, b = Client(h, "a", instance_id="i-a"), Client(h, "b", instance_id="i-b")
+    a.join()
+    b.join()  # static members get their id at once: no MEMBER_ID_REQUIRED
+    h.tick(200)
+    leader, follower = (a, b) if a.last_join.leader == a.member_id else (b, a)
+    leader.sync({a.member_id: b"A", b.member_id: b"B"})
+    follower.sync()
+    generation = h.coordinator.groups[GROUP].generation_id
+    old_id = follower.member_id
+    restarted = Client(h, "b2", instance_id=follower.instance_id)
+    restarted.join()
+    assert restarted.last_join.error_code == ErrorCode.NONE
+    assert restarted.member_id != old_id
+    assert h.coordinator.groups[GROUP].state is GroupState.STABLE
+    assert h.coordinator.groups[GROUP].generation_id == generation
+    restarted.generation = generation
+    restarted.sync()
+    assert restarted.synced[-1].assignment == follower.synced[-1].assignment
+    # The old incarnation is fenced.
+    assert follower.heartbeat() == ErrorCode.FENCED_INSTANCE_ID
+
+
+def test_group_max_size() -> None:
+    h = Harness(max_size=1)
+    a = Client(h, "a")
+    a.join()
+    a.join()
+    b = Client(h, "b")
+    b.join()
+    b.join()
+    assert b.last_join.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+
+
+def test_invalid_session_timeout() -> None:
+    h = Harness()
+    a = Client(h, "a", session_ms=1000)
+    a.join()
+    assert a.last_join.error_code == ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+def test_offsets_commit_fetch_and_survive_a_replay() -> None:
+    from millpond.broker.groups.coordinator import OffsetToCommit
+
+    h = Harness()
+    a, b = _stable_pair(h)
+    error, codes = h.coordinator.commit_offsets(
+        GROUP, a.generation, a.member_id, None, -1,
+        [OffsetToCommit("t", 0, 42, 3, "meta"), OffsetToCommit("t", 1, 7, -1, None)],
+        9, h.now,
+    )  # fmt: skip
+    assert (error, codes) == (ErrorCode.NONE, [ErrorCode.NONE, ErrorCode.NONE])
+    stale, _ = h.coordinator.commit_offsets(GROUP, 0, a.member_id, None, -1, [], 9, h.now)
+    assert stale == ErrorCode.ILLEGAL_GENERATION
+    replayed = Harness()
+    for _, key, value in h.log.records:
+        record = records.decode(key, value)
+        assert record is not None
+        replayed.coordinator.replay(record)
+    committed = replayed.coordinator.committed(GROUP)
+    assert {k: (v.offset, v.leader_epoch, v.metadata) for k, v in committed.items()} == {
+        ("t", 0): (42, 3, "meta"),
+        ("t", 1): (7, -1, ""),
+    }
+    assert replayed.coordinator.groups[GROUP].state is GroupState.STABLE
+    assert sorted(replayed.coordinator.groups[GROUP].members) == sorted([a.member_id, b.member_id])
+
+
+def test_simple_commits_make_an_empty_group_that_can_be_deleted() -> None:
+    from millpond.broker.groups.coordinator import OffsetToCommit
+
+    h = Harness()
+    error, _ = h.coordinator.commit_offsets(
+        "simple", -1, "", None, -1, [OffsetToCommit("t", 0, 5, -1, "")], 9, h.now
+    )
+    assert error == ErrorCode.NONE
+    assert h.coordinator.groups["simple"].state is GroupState.EMPTY
+    assert h.coordinator.delete_group("simple", h.now) == ErrorCode.NONE
+    assert "simple" not in h.coordinator.groups
+    assert h.coordinator.delete_group("simple", h.now) == ErrorCode.GROUP_ID_NOT_FOUND
+    assert h.log.records[-1][2] is None  # the group's tombstone

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
+from millpond.broker.groups.service import GroupService
 from millpond.broker.handlers import ROUTES
 from millpond.broker.handlers.init_producer_id import controller_blocks
 from millpond.broker.maintenance import Maintenance
@@ -150,6 +151,7 @@ class Broker:
         self.data_arrived = asyncio.Event()
         self.replicas.on_append(self._wake_fetches)
         self.maintenance = Maintenance(self)
+        self.groups = GroupService(self)
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
@@ -214,10 +216,12 @@ class Broker:
             controller_blocks(self.controller, self.node_id, registration.broker_epoch)
         )
         self.controller.unfence_broker(self.node_id, registration.broker_epoch)
+        self.groups.start()
         self.maintenance.start()
 
     async def stop(self) -> None:
         await self.maintenance.stop()
+        await self.groups.stop()
         await self.server.stop()
         for conn in list(self.connections):
             conn.close()

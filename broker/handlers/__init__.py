@@ -9,11 +9,17 @@ from millpond.broker.handlers import (
     api_versions,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
 from millpond.broker.handlers.admin import ADMIN_ROUTES
 
@@ -26,5 +32,11 @@ ROUTES: tuple[Route, ...] = (
     offset_for_leader_epoch.ROUTE,
     init_producer_id.ROUTE,
     find_coordinator.ROUTE,
+    join_group.ROUTE,
+    sync_group.ROUTE,
+    heartbeat.ROUTE,
+    leave_group.ROUTE,
+    offset_commit.ROUTE,
+    offset_fetch.ROUTE,
     *ADMIN_ROUTES,
 )

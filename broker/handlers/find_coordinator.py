@@ -4,10 +4,11 @@ Behaviour, as Apache Kafka 4.4:
 - v0-3 ask for one key (``key_type`` from v1), v4+ for many (``coordinator_keys``), each
   answered in ``coordinators``.
 - Key types 0 (group) and 1 (transaction): this node, the only broker, as Kafka 4.4
-  answers once its internal topic exists. The group and transaction APIs themselves
-  arrive with their coordinators (issues 6 and 7; until then InitProducerId answers
-  transactional ids COORDINATOR_NOT_AVAILABLE); serving the lookup already matters:
-  librdkafka enables features such as LZ4 only when FindCoordinator is advertised.
+  answers once its internal topic exists. A group lookup creates ``__consumer_offsets``
+  first, as Kafka's does. The transaction coordinator arrives later (until then
+  InitProducerId answers transactional ids COORDINATOR_NOT_AVAILABLE); serving the
+  lookup already matters: librdkafka enables features such as LZ4 only when
+  FindCoordinator is advertised.
 - Key type 2 (share group): COORDINATOR_NOT_AVAILABLE, retriable, until share groups
   exist.
 - Any other key type: INVALID_REQUEST.
@@ -35,6 +36,8 @@ BATCHED_VERSION = 4
 
 def _lookup(broker: Broker, key: str, key_type: int) -> Coordinator:
     if key_type in (GROUP, TRANSACTION):
+        if key_type == GROUP:
+            broker.groups.ensure_topic()
         host, port = broker.advertised
         return Coordinator(key=key, node_id=broker.node_id, host=host, port=port)
     if key_type == SHARE:

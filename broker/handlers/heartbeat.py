@@ -1,0 +1,36 @@
+"""Heartbeat (key 12), v0-4: a member says it is alive; the answer says whether to rejoin.
+
+Behaviour, as Apache Kafka 4.4: NONE keeps the session; REBALANCE_IN_PROGRESS asks the
+member to rejoin; UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+INVALID_GROUP_ID as the coordinator decides. While the group's partition loads, Kafka
+answers NONE blindly (the member keeps going and learns later), and so do we.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
+from millpond.wire.generated.api.heartbeat_response import HeartbeatResponse
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+
+def handle(broker: Broker, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    service = broker.groups
+    if request.group_id:
+        error = service.availability(request.group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return HeartbeatResponse(error_code=ErrorCode.NONE)
+        if error != ErrorCode.NONE:
+            return HeartbeatResponse(error_code=error)
+    code = service.coordinator.heartbeat(request, service.now_ms())
+    service.poke()
+    return HeartbeatResponse(error_code=code)
+
+
+ROUTE = Route(12, 0, 4, handle)

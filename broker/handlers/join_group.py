@@ -1,0 +1,60 @@
+"""JoinGroup (key 11), v0-9: a consumer enters a group's next generation.
+
+Behaviour, as Apache Kafka 4.4 (the protocol itself is
+:mod:`millpond.broker.groups.coordinator`): the answer waits until the join phase
+completes (all known members rejoined, the rebalance timeout passed, or the initial
+rebalance delay of a new group ran out). An empty group id is INVALID_GROUP_ID; a session
+timeout outside group.min/max.session.timeout.ms INVALID_SESSION_TIMEOUT; a group whose
+``__consumer_offsets`` partition is still loading COORDINATOR_LOAD_IN_PROGRESS.
+
+Version notes: v4+ get MEMBER_ID_REQUIRED and a member id on their first join
+(KIP-394); v5 adds static membership; before v7 a missing protocol name is sent as "";
+v9 may skip a rejoining static leader's assignment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.broker.groups.coordinator import Caller
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.join_group_request import JoinGroupRequest
+from millpond.wire.generated.api.join_group_response import JoinGroupResponse
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+NULLABLE_PROTOCOL_NAME_VERSION = 7
+
+
+def client_host(ctx: RequestContext) -> str:
+    """The client's address as Kafka prints an InetAddress: ``/127.0.0.1``."""
+    return "/" + ctx.peer.rsplit(":", 1)[0]
+
+
+async def handle(
+    broker: Broker, ctx: RequestContext, request: JoinGroupRequest
+) -> JoinGroupResponse:
+    service = broker.groups
+    error = service.availability(request.group_id) if request.group_id else ErrorCode.NONE
+    if error != ErrorCode.NONE:
+        return JoinGroupResponse(error_code=error, member_id=request.member_id, protocol_name=None)
+    answered: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
+
+    def reply(response: JoinGroupResponse) -> None:
+        if not answered.done():
+            answered.set_result(response)
+
+    caller = Caller(ctx.client_id or "", client_host(ctx))
+    service.coordinator.join(caller, request, ctx.api_version, service.now_ms(), reply)
+    service.poke()
+    response = await answered
+    if ctx.api_version < NULLABLE_PROTOCOL_NAME_VERSION and response.protocol_name is None:
+        response.protocol_name = ""
+    return response
+
+
+ROUTE = Route(11, 0, 9, handle)

@@ -1,0 +1,42 @@
+"""LeaveGroup (key 13), v0-5: members leave a group, which rebalances without them.
+
+Behaviour, as Apache Kafka 4.4: v0-2 name one member (``member_id``) and the answer's
+error is that member's; v3+ name several (with their group instance ids: a static
+member may leave by instance id alone) and each gets its own error. A group that does
+not exist answers every member UNKNOWN_MEMBER_ID.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
+from millpond.wire.generated.api.leave_group_response import LeaveGroupResponse
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+BATCHED_VERSION = 3
+
+
+def handle(broker: Broker, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    service = broker.groups
+    batched = ctx.api_version >= BATCHED_VERSION
+    members = request.members if batched else [MemberIdentity(member_id=request.member_id)]
+    if request.group_id:
+        error = service.availability(request.group_id)
+        if error != ErrorCode.NONE:
+            return LeaveGroupResponse(error_code=error)
+    error, answers = service.coordinator.leave(request.group_id, members, service.now_ms())
+    service.poke()
+    if batched:
+        return LeaveGroupResponse(error_code=error, members=answers)
+    if error == ErrorCode.NONE and answers:
+        error = answers[0].error_code
+    return LeaveGroupResponse(error_code=error)
+
+
+ROUTE = Route(13, 0, 5, handle)

@@ -1,0 +1,100 @@
+"""OffsetCommit (key 8), v2-10: store a group's consumed positions in __consumer_offsets.
+
+Behaviour, as Apache Kafka 4.4:
+- Per partition: a topic or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION
+  (v10 names topics by id: an unknown id is UNKNOWN_TOPIC_ID); metadata longer than
+  ``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE; the rest is committed.
+- The group decides for all the others (:meth:`GroupCoordinator.commit_offsets`): a
+  commit with generation -1 and no member outside group management is accepted into an
+  Empty group (and makes one); a member must be current (UNKNOWN_MEMBER_ID,
+  ILLEGAL_GENERATION, FENCED_INSTANCE_ID), not in CompletingRebalance
+  (REBALANCE_IN_PROGRESS); a generation-aware commit to no group is ILLEGAL_GENERATION,
+  or GROUP_ID_NOT_FOUND from v9.
+
+Version notes: v2-4 carry a retention time (-1: the broker's offsets.retention.minutes);
+v6 adds the leader epoch; v10 topic ids.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.broker.groups.coordinator import OffsetToCommit
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.offset_commit_request import OffsetCommitRequest
+from millpond.wire.generated.api.offset_commit_response import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+TOPIC_ID_VERSION = 10
+RETENTION_VERSIONS = range(2, 5)
+
+
+def handle(
+    broker: Broker, ctx: RequestContext, request: OffsetCommitRequest
+) -> OffsetCommitResponse:
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    image = broker.image
+    answers: list[tuple[OffsetCommitResponseTopic, list[int | None]]] = []
+    wanted: list[OffsetToCommit] = []
+    for topic in request.topics:
+        found = image.topic_by_id(topic.topic_id) if by_id else image.topic(topic.name)
+        missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        codes: list[int | None] = []
+        for p in topic.partitions:
+            if found is None or p.partition_index not in found.partitions:
+                codes.append(missing if found is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            codes.append(None)  # decided by the group below
+            wanted.append(
+                OffsetToCommit(
+                    found.name, p.partition_index, p.committed_offset,
+                    p.committed_leader_epoch, p.committed_metadata,
+                )
+            )  # fmt: skip
+        answers.append((OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id), codes))
+    group_codes = _commit(broker, ctx, request, wanted)
+    decided = iter(group_codes)
+    for (topic_response, codes), topic in zip(answers, request.topics, strict=True):
+        topic_response.partitions = [
+            OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=code if code is not None else next(decided),
+            )
+            for p, code in zip(topic.partitions, codes, strict=True)
+        ]
+    return OffsetCommitResponse(topics=[t for t, _ in answers])
+
+
+def _commit(
+    broker: Broker, ctx: RequestContext, request: OffsetCommitRequest, wanted: list[OffsetToCommit]
+) -> list[int]:
+    service = broker.groups
+    if not request.group_id:
+        return [ErrorCode.INVALID_GROUP_ID] * len(wanted)
+    error = service.availability(request.group_id)
+    if error != ErrorCode.NONE:
+        return [error] * len(wanted)
+    retention = request.retention_time_ms if ctx.api_version in RETENTION_VERSIONS else -1
+    _, codes = service.coordinator.commit_offsets(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        request.group_instance_id,
+        retention,
+        wanted,
+        ctx.api_version,
+        service.now_ms(),
+    )
+    service.poke()
+    return codes
+
+
+ROUTE = Route(8, 2, 10, handle)

@@ -48,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.wire_client import Client, recv_exact  # noqa: E402
 from compat_tests.kafka.reference import (  # noqa: E402 (after the path is set)
     BROKER_JVM,
     BROKER_LOG4J,
@@ -57,7 +58,7 @@ from compat_tests.kafka.reference import (  # noqa: E402 (after the path is set)
     run_tool,
     server_properties,
 )
-from millpond.wire import Message, RequestHeader, decode_response, encode_request  # noqa: E402
+from millpond.wire import RequestHeader, decode_response, encode_request  # noqa: E402
 from millpond.wire.generated.api import create_topics_request as ct  # noqa: E402
 from millpond.wire.generated.api import produce_request as pr  # noqa: E402
 from millpond.wire.generated.api.metadata_request import MetadataRequest  # noqa: E402
@@ -67,42 +68,6 @@ METADATA_VERSION = 12
 TOPICS, PARTITIONS = 100, 10
 READY_TIMEOUT = 120.0
 RETRIABLE = {3, 5, 6, 7}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER, TIMEOUT
-
-
-# -- a tiny blocking client --------------------------------------------------------------------
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return bytes(data)
-
-
-class Client:
-    def __init__(self, port: int, timeout: float = 60.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.correlation_id = 0
-
-    def request(self, body: Message, version: int) -> Any:
-        assert body.API_KEY is not None
-        self.correlation_id += 1
-        header = RequestHeader(
-            request_api_key=body.API_KEY,
-            request_api_version=version,
-            correlation_id=self.correlation_id,
-            client_id="bench-startup",
-        )
-        frame = encode_request(header, body)
-        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", _recv_exact(self.sock, 4))
-        return decode_response(_recv_exact(self.sock, size), body.API_KEY, version)[1]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _metadata_frame() -> bytes:
@@ -129,8 +94,8 @@ def _first_metadata(
             with socket.create_connection(("127.0.0.1", port), timeout=0.05) as sock:
                 sock.settimeout(READY_TIMEOUT)
                 sock.sendall(frame)
-                (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-                data = _recv_exact(sock, size)
+                (size,) = struct.unpack(">i", recv_exact(sock, 4))
+                data = recv_exact(sock, size)
         except OSError:
             time.sleep(poll_s)
             continue
@@ -238,7 +203,7 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
 
 def _create_and_fill(port: int) -> None:
     """100 topics x 10 partitions, then one record in each partition (acks=1)."""
-    client = Client(port)
+    client = Client(port, client_id="bench-startup")
     try:
         names = [f"bench-{i:03d}" for i in range(TOPICS)]
         request = ct.CreateTopicsRequest(

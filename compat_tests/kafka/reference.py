@@ -424,7 +424,11 @@ def start_broker(
     ports = ports or Ports.loopback()
     broker = RunningBroker(work_dir, ports, classpath, ready_timeout)
     broker.properties.write_text(server_properties(ports, broker.log_dir, config or {}))
-    args = ["format", "-t", _cluster_id(), "-c", str(broker.properties), "--standalone"]
+    # "--cluster-id=ID", not "-t ID": an id may start with "-" (base64url), which the
+    # tool's argument parser would take for an option.
+    args = [
+        "format", f"--cluster-id={_cluster_id()}", "-c", str(broker.properties), "--standalone",
+    ]  # fmt: skip
     formatted = run_tool("kafka.tools.StorageTool", args, classpath=classpath)
     if formatted.returncode != 0:
         raise ToolError(

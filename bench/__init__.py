@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): each script measures millpond against its peers; see its docstring."""

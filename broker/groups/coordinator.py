@@ -438,11 +438,20 @@ class GroupCoordinator:
                 log.warning("group %s: storing its empty state failed: %s", group.group_id, exc)
             return
         for member in group.members.values():
+            rejoined = member.awaiting_join is not None
             response = self._join_response(
                 group, member.member_id, with_members=group.is_leader(member.member_id)
             )
             _complete_join(member, response)
-            self._schedule_session(group, member.member_id, member.session_timeout_ms)
+            # Only a member that rejoined gets a fresh session. Kafka renews every
+            # member's: a static member that died then stays for as long as each join
+            # phase ends within its session timeout. A new member that times out of
+            # every join phase just before it ends, and rejoins at once to start the
+            # next (which cancels the dead member's pending-sync expiry), then never
+            # gets in, and the dead member never leaves.
+            key = _session_key(group.group_id, member.member_id)
+            if rejoined or not self.timers.is_scheduled(key):
+                self._schedule_session(group, member.member_id, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         self._schedule_pending_sync(group)
@@ -688,9 +697,14 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
+        """Remove a member that left, answering what it has parked: a static member
+        removed by instance id (the admin's member removal) may be awaiting its
+        SyncGroup answer, which would otherwise never come (Kafka leaves it to the
+        client's request timeout)."""
         member = group.members[member_id]
         self._cancel_session(group, member_id)
         _complete_join(member, _join_error(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        _complete_sync(member, ErrorCode.UNKNOWN_MEMBER_ID)
         group.remove(member_id)
 
     # -- offsets ---------------------------------------------------------------------------
@@ -1007,6 +1021,13 @@ def _complete_join(member: Member, response: JoinGroupResponse) -> None:
     if reply is not None:
         member.awaiting_join = None
         reply(response)
+
+
+def _complete_sync(member: Member, error: int) -> None:
+    reply = member.awaiting_sync
+    if reply is not None:
+        member.awaiting_sync = None
+        reply(SyncGroupResponse(error_code=error, protocol_type=None, protocol_name=None))
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:

@@ -10,6 +10,8 @@
   compacted log is planned on the event loop, cleaned in a worker thread (it only reads
   immutable segments and writes ``.cleaned`` files), and swapped in on the event loop.
 - Producer expiry (``producer.id.expiration.check.interval.ms``).
+- Committed offsets' expiry (``offsets.retention.check.interval.ms``; the group
+  coordinator decides what expires).
 
 Every task runs on the event loop, which owns the logs, except the cleaning itself. A
 failing task logs one line and runs again at its next interval.
@@ -84,6 +86,11 @@ class Maintenance:
                 "producer-expiry",
                 ms("producer.id.expiration.check.interval.ms", 600_000),
                 broker.replicas.remove_expired_producers,
+            ),
+            _periodic(
+                "offsets-expiry",
+                ms("offsets.retention.check.interval.ms", 600_000),
+                broker.groups.expire_offsets,
             ),
         ]
         self._tasks = [task for task in tasks if task is not None]

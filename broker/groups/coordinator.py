@@ -769,8 +769,7 @@ class GroupCoordinator:
         instance_id: str | None,
         version: int,
     ) -> ClassicGroup:
-        if not group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        # Unlike the membership APIs, commits take "" for a group id like any other.
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -855,9 +854,7 @@ class GroupCoordinator:
         """DeleteGroups of one group: its error code. The group's metadata and offsets
         get tombstones; the group is gone."""
         self._tick(now_ms)
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        group = self.groups.get(group_id)
+        group = self.groups.get(group_id)  # "" is a group id like any other here
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_empty:
@@ -871,6 +868,46 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         self._forget(group)
         return ErrorCode.NONE
+
+    def expire_offsets(self, now_ms: int) -> int:
+        """Kafka's offset expiry (every ``offsets.retention.check.interval.ms``): drop the
+        offsets past ``offsets.retention.minutes``, counted from when the group became
+        Empty (from the commit for a group outside group management, or for a topic a
+        Stable consumer group no longer subscribes to), or past a commit's own expiry
+        time; then delete every Empty group left without offsets. Returns how many
+        offsets expired."""
+        self._tick(now_ms)
+        retention = self.config.offsets_retention_ms
+        expired_count = 0
+        for group in list(self.groups.values()):
+            stored = self.offsets.get(group.group_id, {})
+            base = _expiry_base(group)
+            expired = [
+                key
+                for key, committed in stored.items()
+                if base is not None
+                and not group.is_subscribed_to(key[0])
+                and _is_expired(committed, base, retention, now_ms)
+            ]
+            gone = group.is_empty and len(expired) == len(stored)
+            batch: list[tuple[bytes, bytes | None]] = [
+                (records.offset_key(group.group_id, t, p), None) for t, p in expired
+            ]
+            if gone:
+                batch.append((records.group_key(group.group_id), None))
+            if not batch:
+                continue
+            try:
+                self._append(self._partition(group.group_id), batch)
+            except StorageError as exc:
+                log.warning("group %s: expiring offsets failed: %s", group.group_id, exc)
+                continue
+            for key in expired:
+                stored.pop(key, None)
+            expired_count += len(expired)
+            if gone:
+                self._forget(group)
+        return expired_count
 
     def _forget(self, group: ClassicGroup) -> None:
         group.transition(GroupState.DEAD, self.now_ms)
@@ -1028,6 +1065,31 @@ def _complete_sync(member: Member, error: int) -> None:
     if reply is not None:
         member.awaiting_sync = None
         reply(SyncGroupResponse(error_code=error, protocol_type=None, protocol_name=None))
+
+
+def _expiry_base(group: ClassicGroup) -> Callable[[CommittedOffset], int] | None:
+    """From when a group's offsets age (Kafka's offset expiration condition), or None
+    when they do not expire now (a group with members, other than the case below)."""
+    if group.protocol_type is None:  # a group outside group management: from the commit
+        return lambda committed: committed.commit_timestamp_ms
+    if group.is_empty:
+        since = group.state_timestamp_ms
+        return lambda committed: since if since >= 0 else committed.commit_timestamp_ms
+    if (
+        group.uses_consumer_protocol
+        and group.subscribed_topics is not None
+        and group.state is GroupState.STABLE
+    ):
+        return lambda committed: committed.commit_timestamp_ms
+    return None
+
+
+def _is_expired(
+    committed: CommittedOffset, base: Callable[[CommittedOffset], int], retention: int, now: int
+) -> bool:
+    if committed.expire_timestamp_ms >= 0:
+        return now >= committed.expire_timestamp_ms
+    return now - base(committed) >= retention
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:

@@ -96,6 +96,20 @@ class GroupService:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
+    def loading(self) -> bool:
+        """Whether some partition of an existing ``__consumer_offsets`` is still being
+        replayed (what an answer about every group must wait for)."""
+        topic = self._broker.image.topic(records.OFFSETS_TOPIC)
+        return topic is not None and not self._loaded.issuperset(topic.partitions)
+
+    def expire_offsets(self) -> int:
+        """The periodic offset expiry (``offsets.retention.check.interval.ms``)."""
+        if self.loading():
+            return 0  # a group not replayed yet must not lose its offsets to a check
+        expired = self.coordinator.expire_offsets(self.now_ms())
+        self.poke()
+        return expired
+
     def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` if it does not exist, as Kafka does on the first
         group lookup: compacted, with the configured partitions, segment size and

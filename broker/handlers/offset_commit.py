@@ -4,12 +4,15 @@ Behaviour, as Apache Kafka 4.4:
 - Per partition: a topic or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION
   (v10 names topics by id: an unknown id is UNKNOWN_TOPIC_ID); metadata longer than
   ``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE; the rest is committed.
-- The group decides for all the others (:meth:`GroupCoordinator.commit_offsets`): a
-  commit with generation -1 and no member outside group management is accepted into an
-  Empty group (and makes one); a member must be current (UNKNOWN_MEMBER_ID,
+- The group decides for all the others (:meth:`GroupCoordinator.commit_offsets`), and
+  is not asked (nor made) when there are none: a commit with generation -1 and no
+  member outside group management is accepted into an Empty group (and makes one); a
+  member must be current (UNKNOWN_MEMBER_ID,
   ILLEGAL_GENERATION, FENCED_INSTANCE_ID), not in CompletingRebalance
   (REBALANCE_IN_PROGRESS); a generation-aware commit to no group is ILLEGAL_GENERATION,
-  or GROUP_ID_NOT_FOUND from v9.
+  or GROUP_ID_NOT_FOUND from v9. The group id "" is a group like any other to Kafka.
+- The answer lists the topics with partitions refused here first, in the order asked,
+  then the group's answers (a topic in both: its refused partitions first).
 
 Version notes: v2-4 carry a retention time (-1: the broker's offsets.retention.minutes);
 v6 adds the leader epoch; v10 topic ids.
@@ -23,7 +26,10 @@ from millpond.broker.context import RequestContext
 from millpond.broker.dispatch import Route
 from millpond.broker.groups.coordinator import OffsetToCommit
 from millpond.wire.errors import ErrorCode
-from millpond.wire.generated.api.offset_commit_request import OffsetCommitRequest
+from millpond.wire.generated.api.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+)
 from millpond.wire.generated.api.offset_commit_response import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
@@ -42,43 +48,58 @@ def handle(
 ) -> OffsetCommitResponse:
     by_id = ctx.api_version >= TOPIC_ID_VERSION
     image = broker.image
-    answers: list[tuple[OffsetCommitResponseTopic, list[int | None]]] = []
-    wanted: list[OffsetToCommit] = []
+    # Kafka's order: the topics with partitions refused here first (in the order asked),
+    # then the group's answers, a topic's appended to its entry when it has one.
+    answers: dict[str | bytes, OffsetCommitResponseTopic] = {}
+    wanted: list[tuple[OffsetCommitRequestTopic, list[OffsetToCommit]]] = []
     for topic in request.topics:
         found = image.topic_by_id(topic.topic_id) if by_id else image.topic(topic.name)
         missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        codes: list[int | None] = []
+        offsets: list[OffsetToCommit] = []
         for p in topic.partitions:
             if found is None or p.partition_index not in found.partitions:
-                codes.append(missing if found is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                code = missing if found is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                _answer(answers, topic, by_id).partitions.append(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                )
                 continue
-            codes.append(None)  # decided by the group below
-            wanted.append(
+            offsets.append(
                 OffsetToCommit(
                     found.name, p.partition_index, p.committed_offset,
                     p.committed_leader_epoch, p.committed_metadata,
                 )
             )  # fmt: skip
-        answers.append((OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id), codes))
-    group_codes = _commit(broker, ctx, request, wanted)
-    decided = iter(group_codes)
-    for (topic_response, codes), topic in zip(answers, request.topics, strict=True):
-        topic_response.partitions = [
-            OffsetCommitResponsePartition(
-                partition_index=p.partition_index,
-                error_code=code if code is not None else next(decided),
+        if offsets:
+            wanted.append((topic, offsets))
+    if wanted:
+        # Only a request with something to commit reaches the group (and may create it).
+        decided = iter(_commit(broker, ctx, request, [o for _, os in wanted for o in os]))
+        for topic, offsets in wanted:
+            _answer(answers, topic, by_id).partitions.extend(
+                OffsetCommitResponsePartition(partition_index=o.partition, error_code=next(decided))
+                for o in offsets
             )
-            for p, code in zip(topic.partitions, codes, strict=True)
-        ]
-    return OffsetCommitResponse(topics=[t for t, _ in answers])
+    return OffsetCommitResponse(topics=list(answers.values()))
+
+
+def _answer(
+    answers: dict[str | bytes, OffsetCommitResponseTopic],
+    topic: OffsetCommitRequestTopic,
+    by_id: bool,
+) -> OffsetCommitResponseTopic:
+    key = topic.topic_id if by_id else topic.name
+    answer = answers.get(key)
+    if answer is None:
+        answer = answers[key] = OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id)
+    return answer
 
 
 def _commit(
     broker: Broker, ctx: RequestContext, request: OffsetCommitRequest, wanted: list[OffsetToCommit]
 ) -> list[int]:
     service = broker.groups
-    if not request.group_id:
-        return [ErrorCode.INVALID_GROUP_ID] * len(wanted)
     error = service.availability(request.group_id)
     if error != ErrorCode.NONE:
         return [error] * len(wanted)

@@ -12,7 +12,7 @@ nothing is ever pending); v8 batches groups; v10 names topics by id.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from millpond.broker.context import RequestContext
 from millpond.broker.dispatch import Route
@@ -116,30 +116,26 @@ def _topic_id(broker: Broker, name: str) -> bytes:
     return topic.topic_id if topic is not None else ZERO_UUID
 
 
+def _answer(offset: CommittedOffset | None) -> dict[str, Any]:
+    """The answer's fields of one partition (both response layouts share them)."""
+    committed = offset or NO_OFFSET
+    return {
+        "committed_offset": committed.offset,
+        "committed_leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata,
+    }
+
+
 def _partition(
     index: int, offset: CommittedOffset | None, error: int
 ) -> OffsetFetchResponsePartition:
-    committed = offset or NO_OFFSET
-    return OffsetFetchResponsePartition(
-        partition_index=index,
-        committed_offset=committed.offset,
-        committed_leader_epoch=committed.leader_epoch,
-        metadata=committed.metadata,
-        error_code=error,
-    )
+    return OffsetFetchResponsePartition(partition_index=index, error_code=error, **_answer(offset))
 
 
 def _partitions(
     index: int, offset: CommittedOffset | None, error: int
 ) -> OffsetFetchResponsePartitions:
-    committed = offset or NO_OFFSET
-    return OffsetFetchResponsePartitions(
-        partition_index=index,
-        committed_offset=committed.offset,
-        committed_leader_epoch=committed.leader_epoch,
-        metadata=committed.metadata,
-        error_code=error,
-    )
+    return OffsetFetchResponsePartitions(partition_index=index, error_code=error, **_answer(offset))
 
 
 ROUTE = Route(9, 1, 10, handle)

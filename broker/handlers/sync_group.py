@@ -4,6 +4,9 @@ Behaviour, as Apache Kafka 4.4: a follower's answer waits for the leader's SyncG
 for the rebalance to fail); errors UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL (v5 names the
 protocol type and name), INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS.
+
+Version notes: from v5 the protocol type and name are mandatory: a request leaving
+either null is INCONSISTENT_GROUP_PROTOCOL before the group is looked at.
 """
 
 from __future__ import annotations
@@ -20,11 +23,17 @@ from millpond.wire.generated.api.sync_group_response import SyncGroupResponse
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
+MANDATORY_PROTOCOL_VERSION = 5
+
 
 async def handle(
     broker: Broker, ctx: RequestContext, request: SyncGroupRequest
 ) -> SyncGroupResponse:
     service = broker.groups
+    if ctx.api_version >= MANDATORY_PROTOCOL_VERSION and (
+        request.protocol_type is None or request.protocol_name is None
+    ):
+        return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     error = service.availability(request.group_id) if request.group_id else ErrorCode.NONE
     if error != ErrorCode.NONE:
         return SyncGroupResponse(error_code=error)

@@ -181,3 +181,45 @@ def test_simple_commits_make_an_empty_group_that_can_be_deleted() -> None:
     assert "simple" not in h.coordinator.groups
     assert h.coordinator.delete_group("simple", h.now) == ErrorCode.GROUP_ID_NOT_FOUND
     assert h.log.records[-1][2] is None  # the group's tombstone
+
+
+def test_offsets_expire_after_the_group_is_empty_for_the_retention_time() -> None:
+    from millpond.broker.groups.coordinator import OffsetToCommit
+
+    h = Harness(offsets_retention_ms=60_000)
+    a, b = _stable_pair(h)
+    error, _ = h.coordinator.commit_offsets(
+        GROUP, a.generation, a.member_id, None, -1, [OffsetToCommit("t", 0, 9, -1, "")], 9, h.now
+    )
+    assert error == ErrorCode.NONE
+    for _ in range(24):  # two minutes: while members remain, the offset does not age
+        h.tick(5_000)
+        assert a.heartbeat() == b.heartbeat() == ErrorCode.NONE
+    assert h.coordinator.expire_offsets(h.now) == 0
+    assert a.leave() == b.leave() == ErrorCode.NONE  # the group is Empty from now
+    assert h.coordinator.expire_offsets(h.now) == 0
+    h.tick(59_000)
+    assert h.coordinator.expire_offsets(h.now) == 0
+    h.tick(1_000)
+    assert h.coordinator.expire_offsets(h.now) == 1
+    assert GROUP not in h.coordinator.groups  # empty and without offsets: deleted
+    tombstones = [(k, v) for _, k, v in h.log.records[-2:]]
+    assert tombstones == [
+        (records.offset_key(GROUP, "t", 0), None),
+        (records.group_key(GROUP), None),
+    ]
+
+
+def test_a_simple_groups_offsets_expire_from_their_commit_or_their_own_expiry() -> None:
+    from millpond.broker.groups.coordinator import OffsetToCommit
+
+    h = Harness(offsets_retention_ms=60_000)
+    commit = h.coordinator.commit_offsets
+    assert commit("s", -1, "", None, -1, [OffsetToCommit("t", 0, 1, -1, "")], 9, h.now)[0] == 0
+    assert commit("s", -1, "", None, 5_000, [OffsetToCommit("t", 1, 1, -1, "")], 2, h.now)[0] == 0
+    h.tick(5_000)
+    assert h.coordinator.expire_offsets(h.now) == 1  # the v2 commit's own retention
+    assert set(h.coordinator.committed("s")) == {("t", 0)}
+    h.tick(55_000)
+    assert h.coordinator.expire_offsets(h.now) == 1
+    assert "s" not in h.coordinator.groups

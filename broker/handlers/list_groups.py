@@ -1,0 +1,51 @@
+"""ListGroups (key 16), v0-5: every group this broker coordinates.
+
+Behaviour, as Apache Kafka 4.4: each group with its protocol type ("" for a group made
+by commits alone), from v4 its state and from v5 its type (always "classic" here: no
+KIP-848 groups yet). v4's ``states_filter`` keeps groups in one of the states named
+(compared trimmed and case-insensitively; a name that is no state matches nothing); v5's
+``types_filter`` keeps groups of the types named (case-insensitively). An empty filter
+keeps everything. While any ``__consumer_offsets`` partition is loading the answer is
+COORDINATOR_LOAD_IN_PROGRESS with no groups. Groups come in no particular order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from millpond.broker.context import RequestContext
+from millpond.broker.dispatch import Route
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.list_groups_request import ListGroupsRequest
+from millpond.wire.generated.api.list_groups_response import ListedGroup, ListGroupsResponse
+
+if TYPE_CHECKING:
+    from millpond.broker.node import Broker
+
+STATES_FILTER_VERSION = 4
+TYPES_FILTER_VERSION = 5
+CLASSIC = "classic"
+
+
+def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    service = broker.groups
+    if service.loading():
+        return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    version = ctx.api_version
+    states = [s.strip() for s in request.states_filter] if version >= STATES_FILTER_VERSION else []
+    types = request.types_filter if version >= TYPES_FILTER_VERSION else []
+    groups = service.coordinator.list_groups(states, types)
+    return ListGroupsResponse(
+        groups=[
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type or "",
+                group_state=g.state.value,
+                group_type=CLASSIC,
+            )
+            for g in groups
+        ]
+    )
+
+
+ROUTE = Route(16, 0, 5, handle)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from compat_tests.groups import BROKER_CONFIGS as GROUP_BROKER_CONFIGS
 from compat_tests.harness import millpond_server
 from compat_tests.kafka.reference import KafkaNotInstalledError, RunningBroker, start_broker
 from compat_tests.matrix import MARKER, Recorder
@@ -35,14 +36,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _MATRIX.write()
 
 
-@pytest.fixture(scope="session")
-def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
-    """One Kafka 4.4 broker (KRaft, combined mode) on free loopback ports for the whole session,
-    started by the first test that asks for it and stopped at the end of the session, also when
-    tests fail. Missing jars fail the tests (never skip them) with the command to run."""
+def _reference(
+    tmp_path_factory: pytest.TempPathFactory, name: str, config: dict[str, str] | None = None
+) -> Iterator[RunningBroker]:
     missing = ""
     try:
-        broker = start_broker(tmp_path_factory.mktemp("reference-kafka"))
+        broker = start_broker(tmp_path_factory.mktemp(name), config=config)
     except KafkaNotInstalledError as exc:
         missing = str(exc)
     if missing:
@@ -54,12 +53,66 @@ def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runnin
 
 
 @pytest.fixture(scope="session")
+def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
+    """One Kafka 4.4 broker (KRaft, combined mode) on free loopback ports for the whole session,
+    started by the first test that asks for it and stopped at the end of the session, also when
+    tests fail. Missing jars fail the tests (never skip them) with the command to run."""
+    yield from _reference(tmp_path_factory, "reference-kafka", REFERENCE_CONFIGS)
+
+
+# The brokers of SCENARIOS.md's ``errors``: topics are never created on demand.
+NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
+
+#: What every session broker runs with, Kafka and millpond alike. The scenarios' records
+#: carry timestamps of November 2023 (SCENARIOS.md), past the default 7-day retention: a
+#: retention check would delete them in the middle of a session, so none runs during one.
+SESSION_BROKER_CONFIGS = {"log.retention.check.interval.ms": "86400000", **GROUP_BROKER_CONFIGS}
+#: Kafka also checks retention once 30 s after every start, whatever the interval
+#: (test_reference_kafka restarts the session's broker): an internal config of Kafka's
+#: (millpond, whose first check waits a whole interval, has no such setting).
+REFERENCE_CONFIGS = {**SESSION_BROKER_CONFIGS, "log.initial.task.delay.ms": "86400000"}
+
+
+@pytest.fixture(scope="session")
+def strict_reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
+    """Like ``reference_kafka``, with ``auto.create.topics.enable=false``."""
+    yield from _reference(
+        tmp_path_factory, "strict-reference-kafka", {**REFERENCE_CONFIGS, **NO_AUTO_CREATE}
+    )
+
+
+@pytest.fixture(scope="session")
 def millpond_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One ``millpond serve`` on a free loopback port for the whole session (its data and log
     in a session tmp dir), started by the first test that asks for it; yields its bootstrap
     ``127.0.0.1:PORT``. Tests share it, so each names its own topics."""
-    with millpond_server(tmp_path_factory.mktemp("millpond")) as bootstrap:
+    work = tmp_path_factory.mktemp("millpond")
+    _MATRIX.traces.append(work / "trace.jsonl")
+    overrides = [f"{k}={v}" for k, v in SESSION_BROKER_CONFIGS.items()]
+    with millpond_server(work, *overrides, trace=work / "trace.jsonl") as bootstrap:
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def strict_millpond_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Like ``millpond_bootstrap``, with ``auto.create.topics.enable=false``."""
+    configs = {**SESSION_BROKER_CONFIGS, **NO_AUTO_CREATE}
+    overrides = [f"{k}={v}" for k, v in configs.items()]
+    work = tmp_path_factory.mktemp("strict-millpond")
+    _MATRIX.traces.append(work / "trace.jsonl")
+    with millpond_server(work, *overrides, trace=work / "trace.jsonl") as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session", params=["millpond", "kafka"])
+def strict_broker_bootstrap(request: pytest.FixtureRequest) -> str:
+    """``broker_bootstrap`` for brokers that never auto-create topics (SCENARIOS.md
+    ``errors``)."""
+    if request.param == "millpond":
+        bootstrap: str = request.getfixturevalue("strict_millpond_bootstrap")
+        return bootstrap
+    broker: RunningBroker = request.getfixturevalue("strict_reference_kafka")
+    return broker.bootstrap
 
 
 @pytest.fixture(scope="session", params=["millpond", "kafka"])

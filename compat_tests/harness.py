@@ -13,6 +13,7 @@ exiting); every process started here is stopped, also when a test fails.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import socket
@@ -28,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from compat_tests.kafka.reference import free_port
 from millpond.wire import RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api.create_topics_request import (
     CreatableTopic,
@@ -36,7 +38,12 @@ from millpond.wire.generated.api.create_topics_request import (
 )
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from millpond.wire.generated.api.metadata_request import MetadataRequest, MetadataRequestTopic
-from millpond.wire.records import iter_batches
+from millpond.wire.generated.api.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from millpond.wire.records import NewRecord, build_batch, iter_batches
 
 DEFAULT_COUNT = 60
 DEFAULT_START_TS = 1700000000000
@@ -50,13 +57,6 @@ _SERVER_LOGS: dict[str, Path] = {}
 # --- the broker ----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _tail(path: Path, lines: int = 40) -> str:
     if not path.exists():
         return f"(no log at {path})"
@@ -65,16 +65,19 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 @contextmanager
-def millpond_server(work_dir: Path, *overrides: str) -> Iterator[str]:
+def millpond_server(work_dir: Path, *overrides: str, trace: Path | None = None) -> Iterator[str]:
     """Run ``millpond serve`` on a free loopback port with its data in ``work_dir/data`` and
     its output (stdout and stderr) in ``work_dir/millpond.log``; yield its bootstrap
     ``127.0.0.1:PORT`` once it says it is listening. ``overrides`` are extra ``key=value``
-    broker properties. On exit: SIGTERM, and SIGKILL if it has not stopped within 30 s."""
+    broker properties; ``trace`` is where it traces every request (``--trace``). On exit:
+    SIGTERM, and SIGKILL if it has not stopped within 30 s."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data = work_dir / "data"
     log_path = work_dir / "millpond.log"
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "millpond", "serve"]
+    if trace is not None:
+        command += ["--trace", str(trace)]
     for override in (f"log.dirs={data}", f"listeners=PLAINTEXT://127.0.0.1:{port}", *overrides):
         command += ["--override", override]
     if shutil.which("setpriv"):  # util-linux: SIGTERM the broker if the test run dies first
@@ -84,7 +87,7 @@ def millpond_server(work_dir: Path, *overrides: str) -> Iterator[str]:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     bootstrap = f"127.0.0.1:{port}"
     try:
-        _wait_listening(proc, log_path, offset, f"listening on {bootstrap}")
+        wait_listening(proc, log_path, offset, f"listening on {bootstrap}")
         _SERVER_LOGS[bootstrap] = log_path
         yield bootstrap
     finally:
@@ -98,7 +101,7 @@ def millpond_server(work_dir: Path, *overrides: str) -> Iterator[str]:
                 proc.wait(timeout=STOP_TIMEOUT)
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], log_path: Path, offset: int, line: str) -> None:
+def wait_listening(proc: subprocess.Popen[bytes], log_path: Path, offset: int, line: str) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     marker = line.encode()
     with log_path.open("rb") as log:
@@ -123,8 +126,9 @@ def _wait_listening(proc: subprocess.Popen[bytes], log_path: Path, offset: int, 
 # --- the wire --------------------------------------------------------------------------------
 
 
-class _Connection:
-    """One blocking Kafka-protocol connection: a request, then its response."""
+class Connection:
+    """One blocking Kafka-protocol connection: a request, then its response (for the
+    harness's own requests, not a client's)."""
 
     def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
         host, _, port = bootstrap.rpartition(":")
@@ -168,7 +172,7 @@ def create_topic(
 ) -> None:
     """Create topic ``name`` with ``partitions`` partitions (replication factor 1) through
     CreateTopics v7, then wait until Metadata shows every partition with a leader."""
-    conn = _Connection(bootstrap)
+    conn = Connection(bootstrap)
     try:
         topic = CreatableTopic(
             name=name,
@@ -208,12 +212,61 @@ def create_topic(
         conn.close()
 
 
+#: Produce errors a client retries: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+#: NOT_LEADER_OR_FOLLOWER (Kafka answers them for a moment after a topic is created).
+RETRIABLE_PRODUCE_ERRORS = frozenset({3, 5, 6})
+
+
+def produce_values(
+    bootstrap: str, topic: str, partitions: int, values: Sequence[str], timeout: float = 30.0
+) -> list[tuple[int, int]]:
+    """Produce ``values`` (UTF-8, no key), value i to partition i % ``partitions``, one
+    batch per partition through Produce v9 (acks=all), retrying a partition on a
+    retriable error as a client would; returns each value's (partition, offset)."""
+    pending: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(values)):
+        pending[i % partitions].append(i)
+    positions: list[tuple[int, int]] = [(-1, -1)] * len(values)
+    deadline = time.monotonic() + timeout
+    conn = Connection(bootstrap)
+    try:
+        while pending:
+            now = int(time.time() * 1000)
+            data = [
+                PartitionProduceData(
+                    index=p,
+                    records=build_batch(
+                        [NewRecord(None, values[i].encode(), timestamp=now) for i in idx]
+                    ),
+                )
+                for p, idx in sorted(pending.items())
+            ]
+            request = ProduceRequest(
+                acks=-1,
+                timeout_ms=30000,
+                topic_data=[TopicProduceData(name=topic, partition_data=data)],
+            )
+            response = conn.request(request, 9)
+            for part in response.responses[0].partition_responses:
+                code = part.error_code
+                if code in RETRIABLE_PRODUCE_ERRORS and time.monotonic() < deadline:
+                    continue
+                assert code == 0, f"Produce {topic}-{part.index}: error {code}"
+                for n, i in enumerate(pending.pop(part.index)):
+                    positions[i] = (part.index, part.base_offset + n)
+            if pending:
+                time.sleep(0.1)
+    finally:
+        conn.close()
+    return positions
+
+
 def stored_batches(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any]]:
     """The record batches of every partition of ``topic`` as a consumer fetches them from
     offset 0 (Fetch v12): ``{"partition", "base_offset", "records", "codec"`` ("none", "gzip",
     "snappy", "lz4", "zstd")``, "producer_id", "producer_epoch", "base_sequence"}``. Tells which
     codec a client really used and whether it produced idempotently."""
-    conn = _Connection(bootstrap)
+    conn = Connection(bootstrap)
     try:
         request = FetchRequest(
             replica_id=-1,
@@ -403,6 +456,8 @@ def check_produce_consume(
     if not exact_timestamps:
         timestamps = _read_timestamps(events, count)
     _check_phase(events, "beginning", produced, set(range(count)), count, start_ts, timestamps)
+    from_offset = {i for i, (_, offset) in produced.items() if offset >= 1}
+    _check_phase(events, "from_offset", produced, from_offset, count, start_ts, timestamps)
     threshold = timestamps[count // 2]
     expected_replay = {i for i in range(count) if timestamps[i] >= threshold}
     _check_phase(events, "from_timestamp", produced, expected_replay, count, start_ts, timestamps)
@@ -460,4 +515,183 @@ def _check_phase(
         offsets = [o for o, _ in entries]
         assert all(a < b for a, b in zip(offsets, offsets[1:], strict=False)), (
             f"{phase}: partition {p} read out of order (offset, i): {entries}"
+        )
+
+
+def _events(events: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("event") == kind]
+
+
+def errors_by_step(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``error`` lines of a driver (SCENARIOS.md), by step; one per step."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in _events(events, "error"):
+        step = str(event.get("step"))
+        assert step not in found, f"two error lines for step {step}: {found[step]}, {event}"
+        assert event.get("code") is None or isinstance(event.get("code"), int), (
+            f"an error line whose code is neither an integer nor null: {event}"
+        )
+        found[step] = event
+    return found
+
+
+ACKS_PRODUCERS = ("acks0", "acks1", "acksall", "idempotent")  # partitions 0..3
+ACKS_COUNT = 10
+
+
+def check_acks(events: Sequence[dict[str, Any]]) -> None:
+    """SCENARIOS.md ``acks``: what the driver read and what its producers reported."""
+    read: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for event in _events(events, "record"):
+        read[event.get("partition", -1)].append((event.get("offset", -1), event.get("value", "")))
+    reported: dict[tuple[str, int], tuple[int, int]] = {}
+    for event in _events(events, "produced"):
+        key = (str(event.get("producer")), int(event.get("i", -1)))
+        assert key not in reported, f"two delivery reports for {key}: {event}"
+        reported[key] = (event.get("partition", -1), event.get("offset", -1))
+    for partition, name in enumerate(ACKS_PRODUCERS):
+        want = [(i, f"{name}-{i}") for i in range(ACKS_COUNT)]
+        assert sorted(read.get(partition, [])) == want, (
+            f"partition {partition} ({name}): read {read.get(partition)}, want {want}"
+        )
+        for i in range(ACKS_COUNT):
+            got = reported.get((name, i))
+            assert got is not None, f"{name}: no delivery report for record {i}"
+            offset_unknown = name == "acks0" and got[1] == -1
+            assert got == (partition, i) or (offset_unknown and got[0] == partition), (
+                f"{name}: record {i} reported at (partition, offset) {got}, read at "
+                f"{(partition, i)}"
+            )
+    extra = sorted(set(read) - set(range(len(ACKS_PRODUCERS))))
+    assert not extra, f"records read from partitions nobody produced to: {extra}"
+
+
+def check_idempotent_batches(batches: Sequence[dict[str, Any]]) -> None:
+    """SCENARIOS.md ``acks``: producer ids and sequences of the stored batches."""
+    by_partition: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for batch in batches:
+        by_partition[batch["partition"]].append(batch)
+    for partition in range(3):
+        # The producer id alone says "not idempotent": kafkajs writes epoch 0 beside -1.
+        ids = sorted({b["producer_id"] for b in by_partition[partition]})
+        assert ids == [-1], (
+            f"partition {partition}: a non-idempotent producer wrote producer ids {ids}"
+        )
+    stored = sorted(by_partition[3], key=lambda b: b["base_offset"])
+    ids = sorted({(b["producer_id"], b["producer_epoch"]) for b in stored})
+    assert len(ids) == 1 and ids[0][0] >= 0 and ids[0][1] >= 0, (
+        f"partition 3: the idempotent producer's batches carry producer ids/epochs {ids}"
+    )
+    sequence = 0
+    for batch in stored:
+        assert batch["base_sequence"] == sequence, (
+            f"partition 3: batch at offset {batch['base_offset']} has base sequence "
+            f"{batch['base_sequence']}, want {sequence} (batches: {stored})"
+        )
+        sequence += batch["records"]
+
+
+LARGE_NEAR = 1_000_000
+LARGE_OVER = 1_100_000
+MESSAGE_TOO_LARGE = 10
+
+
+def large_value(size: int) -> bytes:
+    """The value of SCENARIOS.md ``large``: byte j is ``'a' + j % 26``."""
+    alphabet = bytes(range(ord("a"), ord("a") + 26))
+    return (alphabet * (size // 26 + 1))[:size]
+
+
+def check_large(events: Sequence[dict[str, Any]]) -> None:
+    produced = [e for e in _events(events, "produced") if e.get("step") == "near-limit"]
+    assert [(e.get("partition"), e.get("offset")) for e in produced] == [(0, 0)], (
+        f"near-limit: want one delivery at partition 0 offset 0, got {produced}"
+    )
+    error = errors_by_step(events).get("over-limit")
+    assert error is not None, "over-limit: a record over max.message.bytes was not refused"
+    assert error.get("code") == MESSAGE_TOO_LARGE, (
+        f"over-limit: refused with {error}, want code {MESSAGE_TOO_LARGE} (MESSAGE_TOO_LARGE)"
+    )
+    digest = hashlib.sha256(large_value(LARGE_NEAR)).hexdigest()
+    records = [
+        {k: e.get(k) for k in ("offset", "size", "sha256")} for e in _events(events, "record")
+    ]
+    want = [{"offset": 0, "size": LARGE_NEAR, "sha256": digest}]
+    assert records == want, f"read {records}, want {want}"
+
+
+ADMIN_START_TS = 1700000000000
+
+
+class AdminSteps:
+    """The ``admin`` lines of a driver by step, and what differs from what is wanted."""
+
+    def __init__(self, events: Sequence[dict[str, Any]]) -> None:
+        self.steps = {e.get("step"): e for e in _events(events, "admin")}
+        self.problems: list[str] = []
+
+    def want(self, step: str, field: str, expected: Any) -> None:
+        event = self.steps.get(step)
+        if event is None:
+            self.problems.append(f"{step}: no output")
+        elif "error" in event:
+            self.problems.append(f"{step}: {event['error']}")
+        elif event.get(field) != expected:
+            self.problems.append(f"{step}.{field}: got {event.get(field)!r}, want {expected!r}")
+
+
+def admin_problems(events: Sequence[dict[str, Any]]) -> list[str]:
+    """What a driver's ``admin`` scenario (SCENARIOS.md) got that Apache Kafka 4.4 would not
+    answer, one line per difference; every step is checked."""
+    checked = AdminSteps(events)
+    steps, problems, want = checked.steps, checked.problems, checked.want
+
+    def config(value: str, source: str) -> dict[str, str]:
+        return {"value": value, "source": source}
+
+    want("createTopics", "listed", True)
+    described = steps.get("describeConfigs", {}).get("configs", {})
+    entries = described.get("_entries", 0) if isinstance(described, dict) else 0
+    if not isinstance(entries, int) or entries < 30:
+        problems.append(f"describeConfigs: {entries!r} entries, want at least 30")
+    for step, retention, max_bytes in (
+        ("describeConfigs", "86400000", config("500000", "DYNAMIC_TOPIC_CONFIG")),
+        ("alterConfigs", "3600000", config("1048588", "DEFAULT_CONFIG")),
+    ):
+        configs = steps.get(step, {}).get("configs", {})
+        picked = {
+            k: configs.get(k) for k in ("retention.ms", "max.message.bytes", "cleanup.policy")
+        }
+        expected = {
+            "retention.ms": config(retention, "DYNAMIC_TOPIC_CONFIG"),
+            "max.message.bytes": max_bytes,
+            "cleanup.policy": config("delete", "DEFAULT_CONFIG"),
+        }
+        if "error" in steps.get(step, {}) or step not in steps:
+            want(step, "configs", expected)
+        elif picked != expected:
+            problems.append(f"{step}.configs: got {picked!r}, want {expected!r}")
+    want("createPartitions", "partitions", 4)
+    want("produce", "offsets", list(range(10)))
+    want("deleteRecords", "low_watermark", 5)
+    want("deleteRecords", "earliest_after", 5)
+    want("listOffsets", "for_timestamp", 7)
+    want("deleteTopics", "listed", False)
+    return problems
+
+
+def check_admin(events: Sequence[dict[str, Any]], bootstrap: str) -> None:
+    problems = admin_problems(events)
+    assert not problems, f"the admin scenario against {bootstrap}:\n" + "\n".join(problems)
+
+
+def check_errors(events: Sequence[dict[str, Any]], expected: dict[str, int | None]) -> None:
+    """SCENARIOS.md ``errors``: every step of ``expected`` failed, with the code given there
+    (what the same client reports against Apache Kafka 4.4; None: no Kafka error code)."""
+    found = errors_by_step(events)
+    for step, code in expected.items():
+        error = found.get(step)
+        assert error is not None, f"{step}: the client reported no error"
+        assert error.get("code") == code, (
+            f"{step}: the client reported {error}, against Apache Kafka 4.4 it reports code {code}"
         )

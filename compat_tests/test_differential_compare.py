@@ -109,3 +109,32 @@ def test_volatile_fields_and_error_messages() -> None:
 def test_side_by_side_marks_lines_only_one_side_has() -> None:
     text = side_by_side({"a": 1}, {"a": 1, "b": 2})
     assert any(line.rstrip().endswith('"b": 2') and " > " in line for line in text.splitlines())
+
+
+def _group_run(a: str, b: str, *, b_listed_first: bool) -> list[Any]:
+    """b's MEMBER_ID_REQUIRED, then leader a's JoinGroup answer listing both members (in
+    either order, as a hash map would), then a LeaveGroup naming a and an unknown id."""
+    listed = [b, a] if b_listed_first else [a, b]
+    members = [{"member_id": m, "group_instance_id": None, "metadata": b""} for m in listed]
+    steps = [
+        Step("b", "JoinGroup", 9, {"error_code": 79, "leader": "", "member_id": b, "members": []}),
+        Step(
+            "a", "JoinGroup", 9, {"error_code": 0, "leader": a, "member_id": a, "members": members}
+        ),
+        Step("leave", "LeaveGroup", 5, {"members": [{"member_id": a}, {"member_id": "x"}]}),
+    ]
+    return normalize(steps)
+
+
+def test_member_ids_are_numbered_and_member_lists_sorted() -> None:
+    kafka = _group_run("c-1b2e", "c-77af", b_listed_first=True)
+    millpond = _group_run("c-0001", "c-0002", b_listed_first=False)
+    assert diff(kafka, millpond) == []
+    leader = kafka[1]["response"]
+    assert (leader["leader"], leader["member_id"]) == ("<member-id-2>", "<member-id-2>")
+    assert [m["member_id"] for m in leader["members"]] == ["<member-id-1>", "<member-id-2>"]
+    assert kafka[0]["response"]["leader"] == ""  # an empty id stays empty
+    assert [m["member_id"] for m in kafka[2]["response"]["members"]] == [
+        "<member-id-2>",
+        "<member-id-3>",
+    ]

@@ -1,15 +1,17 @@
 """Apache Kafka 4.4's own command-line tools, run through their main classes (what Kafka's bin/
 scripts call) against millpond and the reference Kafka 4.4: topics, configs, the console
-producer and consumer, offsets, delete-records and log dirs. Each test names its own topics
-(the brokers are shared by the session) and asserts on what the tool prints. In
-compat_tests/MATRIX.md the console producer and consumer fill the "Kafka CLI tools" row's
-produce-consume/none cells, the other tools its admin cells."""
+producer and consumer, offsets, delete-records, log dirs and the producer performance tool. Each
+test names its own topics (the brokers are shared by the session) and asserts on what the tool
+prints. In compat_tests/MATRIX.md the console producer and consumer fill the "Kafka CLI tools"
+row's produce-consume/none cells, ProducerPerformance its producer-perf cells, the other tools
+its admin cells."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -266,3 +268,123 @@ def test_log_dirs_command(broker_bootstrap: str) -> None:
     assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in partitions.values()), (
         described
     )
+
+
+PERF_RECORDS = 20_000
+PERF_RECORD_SIZE = 100
+# ProducerPerformance's last line: the totals, then latency percentiles.
+PERF_SUMMARY = re.compile(
+    r"(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+    r"[\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\."
+)
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "producer-perf")
+def test_producer_performance(broker_bootstrap: str) -> None:
+    """kafka-producer-perf-test at full speed: many full batches in flight at once (acks=all,
+    the default idempotent producer), which no scenario's few records exercise."""
+    topic = "tools-producer-perf"
+    create_topic(broker_bootstrap, topic, 3)
+    out = _tool(
+        f"{TOOLS}.ProducerPerformance",
+        [
+            "--topic",
+            topic,
+            "--num-records",
+            str(PERF_RECORDS),
+            "--record-size",
+            str(PERF_RECORD_SIZE),
+            "--throughput",
+            "-1",
+            "--command-property",
+            f"bootstrap.servers={broker_bootstrap}",
+            "acks=all",
+        ],
+    )
+    summaries = [m for line in out.splitlines() if (m := PERF_SUMMARY.fullmatch(line.strip()))]
+    assert len(summaries) == 1, f"no single summary line in ProducerPerformance's output:\n{out}"
+    # The tool counts a record as sent when its delivery succeeded (a failure prints the
+    # exception instead), so the total says that every record was acknowledged.
+    assert int(summaries[0][1]) == PERF_RECORDS, out
+    ends = _offsets(broker_bootstrap, topic, "-1")
+    assert sorted(ends) == [0, 1, 2] and sum(ends.values()) == PERF_RECORDS, ends
+
+
+GROUPS = f"{TOOLS}.consumer.group.ConsumerGroupCommand"
+
+
+def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit ``offsets`` for ``group`` as a consumer outside group management does
+    (confluent-kafka, generation -1), leaving the group Empty."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        done = consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+        )
+        assert done is not None and all(tp.error is None for tp in done), done
+    finally:
+        consumer.close()
+
+
+def _rows(out: str, group: str) -> list[list[str]]:
+    """The whitespace-separated rows of a ConsumerGroupCommand table that are about ``group``."""
+    return [line.split() for line in out.splitlines() if line.split()[:1] == [group]]
+
+
+@pytest.mark.compat_matrix("Kafka CLI tools", "consumer-groups")
+def test_consumer_group_command(broker_bootstrap: str) -> None:
+    """kafka-consumer-groups: --list, --describe (--offsets, --state, --members), the lag it
+    shows against the harness's own figures, --reset-offsets and --delete."""
+    from compat_tests.groups import Member
+    from compat_tests.harness import produce_values
+
+    topic, group = "tools-groups", "tools-groups-g"
+    create_topic(broker_bootstrap, topic, 3)
+    produce_values(broker_bootstrap, topic, 3, [f"v{i}" for i in range(30)])  # 10 each
+    committed = {0: 4, 1: 10, 2: 0}
+    _commit(broker_bootstrap, group, topic, committed)
+    server = ["--bootstrap-server", broker_bootstrap]
+
+    assert group in _tool(GROUPS, [*server, "--list"]).split()
+
+    described = _tool(GROUPS, [*server, "--describe", "--group", group, "--offsets"])
+    lag = {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in _rows(described, group)}
+    assert lag == {p: (o, 10, 10 - o) for p, o in committed.items()}, described
+
+    state = _rows(_tool(GROUPS, [*server, "--describe", "--group", group, "--state"]), group)
+    assert [r[-2:] for r in state] == [["Empty", "0"]], state
+
+    reset = [*server, "--reset-offsets", "--group", group, "--topic", topic, "--execute"]
+    _tool(GROUPS, [*reset, "--to-earliest"])
+    described = _tool(GROUPS, [*server, "--describe", "--group", group, "--offsets"])
+    assert {int(r[2]): int(r[3]) for r in _rows(described, group)} == {0: 0, 1: 0, 2: 0}
+    _tool(GROUPS, [*reset, "--shift-by", "3"])
+    described = _tool(GROUPS, [*server, "--describe", "--group", group, "--offsets"])
+    assert {int(r[2]): int(r[3]) for r in _rows(described, group)} == {0: 3, 1: 3, 2: 3}
+    _tool(GROUPS, [*reset, "--to-datetime", "2000-01-01T00:00:00.000"])  # before every record
+    described = _tool(GROUPS, [*server, "--describe", "--group", group, "--offsets"])
+    assert {int(r[2]): int(r[3]) for r in _rows(described, group)} == {0: 0, 1: 0, 2: 0}
+
+    # A live member: --members shows it with the partitions it was given.
+    live = f"{group}-live"
+    member = Member(
+        [
+            sys.executable, str(Path(__file__).parent / "python" / "member_confluent.py"),
+            "group-member", "--bootstrap", broker_bootstrap, "--topic", topic, "--group", live,
+        ],
+        "live",
+    )  # fmt: skip
+    try:
+        member.wait_for("the member's assignment", lambda: bool(member.assignment), 60)
+        members = _rows(_tool(GROUPS, [*server, "--describe", "--group", live, "--members"]), live)
+        assert len(members) == 1 and members[0][-1] == "3", members
+        state = _rows(_tool(GROUPS, [*server, "--describe", "--group", live, "--state"]), live)
+        assert [r[-2:] for r in state] == [["Stable", "1"]], state
+    finally:
+        member.close()
+
+    deleted = _tool(GROUPS, [*server, "--delete", "--group", group])
+    assert "successful" in deleted, deleted
+    assert group not in _tool(GROUPS, [*server, "--list"]).split()

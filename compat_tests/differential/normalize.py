@@ -30,6 +30,10 @@ The rules, by field name (to_data() keys are the schema's field names):
   ``<producer-id-N>``: ids come from blocks each broker allocates; other tests in the session
   take ids from the same brokers. Epochs and sequences stay.
 - ``session_id`` (Fetch, non-zero) -> ``<fetch-session-N>``: random per fetch session.
+- ``member_id`` and JoinGroup's ``leader`` (non-empty) -> ``<member-id-N>``: the coordinator
+  makes a member id up (Kafka: the client id or group instance id, a dash and a random UUID).
+  A sequence records each member's id (its MEMBER_ID_REQUIRED or first JoinGroup answer)
+  before a member list names it, so the numbering does not depend on the order of a list.
 - ``log_dir`` -> ``<log-dir>``, ``total_bytes`` / ``usable_bytes`` (>= 0) -> ``<bytes>``: the
   brokers' data directories and their file systems. Partition sizes stay: both store the same
   batches byte for byte.
@@ -47,8 +51,10 @@ The rules, by field name (to_data() keys are the schema's field names):
 - Lists Kafka builds from hash maps (DeleteTopics' results, which it even shuffles on purpose;
   DeleteRecords' and DescribeLogDirs' topics and partitions; Metadata's brokers and topics;
   CreatePartitions' results, where Kafka lists topics its broker found missing first;
-  DescribeConfigs' entries) are sorted by name / index on both sides: their order carries no
-  meaning. (CreateTopics' configs stay in order: Kafka sorts them by name.)
+  DescribeConfigs' entries; a group's members in JoinGroup and DescribeGroups; DeleteGroups'
+  results; OffsetFetch's topics and partitions, which Kafka lists from hash maps when it
+  answers "every committed offset") are sorted by name / index / id on both sides: their
+  order carries no meaning. (CreateTopics' configs stay in order: Kafka sorts them by name.)
 - A step may name *volatile* fields, values the broker makes up that the sequence knows
   about (a LogAppendTime topic's max timestamp in ListOffsets): ``<volatile>``.
 """
@@ -84,6 +90,11 @@ UNORDERED: dict[tuple[str, str], tuple[str, ...]] = {
     ("Metadata", "topics"): ("name",),
     ("CreatePartitions", "results"): ("name",),
     ("DescribeConfigs", "configs"): ("name",),
+    ("JoinGroup", "members"): ("member_id",),
+    ("DescribeGroups", "members"): ("member_id",),
+    ("DeleteGroups", "results"): ("group_id",),
+    ("OffsetFetch", "topics"): ("name",),
+    ("OffsetFetch", "partitions"): ("partition_index",),
 }
 
 
@@ -148,6 +159,8 @@ class Normalizer:
             return self.placeholder("producer-id", value) if value >= 0 else value
         if key == "session_id" and value:
             return self.placeholder("fetch-session", value)
+        if (key == "member_id" or (key == "leader" and api == "JoinGroup")) and value:
+            return self.placeholder("member-id", value)
         if key == "log_dir" and value:
             return "<log-dir>"
         if key in ("total_bytes", "usable_bytes") and isinstance(value, int) and value >= 0:

@@ -15,7 +15,14 @@ Kafka and once against millpond; the two lists of steps are then normalized
 
 Topic names: ``session.topic("x")`` is ``x`` in the sequence's own namespace (a prefix made of
 the run number and the sequence's name), the same on both brokers, so every sequence starts from
-"no such topic" on both and sequences never see each other's topics.
+"no such topic" on both and sequences never see each other's topics. Group ids likewise
+(``session.group("g")``).
+
+Group members block: a JoinGroup may be answered only when another member joins. Such a
+sequence opens more connections to the same broker (``session.connection()``, recording into
+the same steps), writes a request without waiting (``pending = other.begin(request, v)``), and
+reads the answer later (``other.finish(pending)``): the steps are recorded in the order the
+sequence finishes them, whatever order the answers arrive in.
 
 Sequences must be deterministic: what they send may depend on earlier responses only through
 fields that agree after normalization (a topic id read back from the broker is fine: each side
@@ -74,6 +81,15 @@ class Step:
     timestamp in a ListOffsets answer): normalized to ``<volatile>`` wherever they occur."""
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A request written by :meth:`Session.begin`, its answer not read yet."""
+
+    request: Message
+    version: int
+    correlation_id: int
+
+
 @dataclass
 class Session:
     """One sequence's conversation with one broker (``name`` is "kafka" or "millpond")."""
@@ -84,12 +100,24 @@ class Session:
     steps: list[Step] = field(default_factory=list)
     _sock: socket.socket | None = None
     _correlation_id: int = 0
+    _others: list[Session] = field(default_factory=list)
 
     # --- names ---------------------------------------------------------------------------
 
     def topic(self, name: str) -> str:
         """``name`` in this sequence's namespace of topic names."""
         return f"{self.namespace}{name}"
+
+    def group(self, name: str) -> str:
+        """``name`` in this sequence's namespace of group ids."""
+        return f"{self.namespace}{name}"
+
+    def connection(self) -> Session:
+        """Another connection to the same broker, recording into this session's steps (and
+        closed with it): for a second group member whose requests may wait on the first's."""
+        other = Session(self.name, self.bootstrap, self.namespace, self.steps)
+        self._others.append(other)
+        return other
 
     # --- requests ------------------------------------------------------------------------
 
@@ -129,6 +157,40 @@ class Session:
             )
         return response
 
+    def begin(self, request: Message, version: int) -> Pending:
+        """Write ``request`` at ``version`` and return without reading the answer (the
+        connection's next exchange must be :meth:`finish` of it)."""
+        assert request.API_KEY is not None
+        header = RequestHeader(
+            request_api_key=request.API_KEY,
+            request_api_version=version,
+            correlation_id=self._next_correlation_id(),
+            client_id=CLIENT_ID,
+        )
+        frame = encode_request(header, request)
+        self._connect().sendall(struct.pack(">i", len(frame)) + frame)
+        return Pending(request, version, header.correlation_id)
+
+    def finish(self, pending: Pending, label: str = "", volatile: tuple[str, ...] = ()) -> Data:
+        """Read the answer to a :meth:`begin` request (waiting for it, at most
+        ``IO_TIMEOUT``) and record it as a step; returns it as data."""
+        request = pending.request
+        assert request.API_KEY is not None
+        frame = self._receive()
+        data: Data
+        if frame is None:
+            data = {"closed": True}
+        else:
+            response_header, response = decode_response(frame, request.API_KEY, pending.version)
+            if response_header.correlation_id != pending.correlation_id:
+                raise AssertionError(
+                    f"{self.name}: correlation id {response_header.correlation_id}, "
+                    f"expected {pending.correlation_id}"
+                )
+            data = response.to_data()
+        self.record(label or api_name(request), api_name(request), pending.version, data, volatile)
+        return data
+
     def send_raw(
         self, frame: bytes, api_key: int, decode_version: int, api: str, label: str
     ) -> Data:
@@ -158,6 +220,15 @@ class Session:
         sock = self._connect()
         try:
             sock.sendall(struct.pack(">i", len(frame)) + frame)
+        except (ConnectionResetError, BrokenPipeError):
+            self._drop()
+            return None
+        return self._receive()
+
+    def _receive(self) -> bytes | None:
+        """Read one frame; ``None`` when the broker closes the connection."""
+        sock = self._connect()
+        try:
             size_bytes = self._read(sock, 4)
             if size_bytes is None:
                 raise BrokerClosedError
@@ -167,7 +238,7 @@ class Session:
                 raise BrokerClosedError
             return body
         except (BrokerClosedError, ConnectionResetError, BrokenPipeError):
-            self.close()
+            self._drop()
             return None
 
     # --- waits (unrecorded) --------------------------------------------------------------
@@ -280,6 +351,12 @@ class Session:
         return bytes(data)
 
     def close(self) -> None:
+        """Close this connection and the others opened from it."""
+        for other in self._others:
+            other.close()
+        self._drop()
+
+    def _drop(self) -> None:
         if self._sock is not None:
             self._sock.close()
             self._sock = None

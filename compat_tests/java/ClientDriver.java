@@ -1,28 +1,34 @@
 // Java kafka-clients driver of ../SCENARIOS.md, compiled at test time against Kafka 4.4's jars
 // (compat_tests/test_clients_java.py). Scenarios:
 //
-//   produce-consume  the contract's scenario: the producer in its DEFAULT configuration
-//                    (idempotent, acks=all), the consumer by assign + seek, offsetsForTimes
-//                    for the replay;
+//   produce-consume  the producer in its DEFAULT configuration (idempotent, acks=all) with
+//                    --compression, the consumer by assign + seek, offsetsForTimes for the replay;
+//   acks             four producers (acks 0, 1, all, idempotent), one partition each;
+//   large            a record near max.message.bytes and one over it;
 //   admin            AdminClient step by step, one {"event": "admin", "step": ...} line per
-//                    step with what it got (or "error"); the test asserts on them.
+//                    step with what it got (or "error"), then Java-only extra steps;
+//   errors           an unknown topic and an invalid topic config, one error line each.
 //
 // One JVM runs several scenarios when their argument lists are separated by "--":
 //   ClientDriver produce-consume --bootstrap B --topic t1 --partitions 3 -- admin --bootstrap B --topic t2
-// Every line printed carries "scenario" (the scenario that printed it). Exits non-zero, with the
-// exception on stderr, when a scenario could not finish.
+// Every line printed carries "scenario" (the scenario that printed it; produce-consume as
+// "produce-consume/<codec>"). Exits non-zero, with the exception on stderr, when a scenario could
+// not finish.
 
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -48,11 +54,14 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -176,6 +185,92 @@ public final class ClientDriver {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
+    // --- clients ----------------------------------------------------------------------------
+
+    static KafkaProducer<byte[], byte[]> producer(String bootstrap, Map<String, String> overrides) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        props.putAll(overrides);
+        return new KafkaProducer<>(props);
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, Map<String, String> overrides) {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "100");
+        props.putAll(overrides);
+        return new KafkaConsumer<>(props);
+    }
+
+    static List<TopicPartition> partitions(String topic, int count) {
+        List<TopicPartition> out = new ArrayList<>();
+        for (int p = 0; p < count; p++) {
+            out.add(new TopicPartition(topic, p));
+        }
+        return out;
+    }
+
+    /** Assign exactly the partitions of {@code from}, seek each to its offset and hand every
+     *  record below the partition's {@code ends} offset to {@code sink}, until every position
+     *  reached its end (bounded by MAX_WAIT_MS). */
+    static void readRange(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> from,
+            Map<TopicPartition, Long> ends, java.util.function.Consumer<ConsumerRecord<byte[], byte[]>> sink) {
+        consumer.assign(from.keySet());
+        from.forEach(consumer::seek);
+        long deadline = System.currentTimeMillis() + MAX_WAIT_MS;
+        while (!reached(consumer, from.keySet(), ends)) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("did not read " + from + " up to " + ends);
+            }
+            for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                if (r.offset() < ends.get(new TopicPartition(r.topic(), r.partition()))) {
+                    sink.accept(r);
+                }
+            }
+        }
+    }
+
+    static boolean reached(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> tps,
+            Map<TopicPartition, Long> ends) {
+        for (TopicPartition tp : tps) {
+            if (consumer.position(tp) < ends.get(tp)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The Kafka error code an exception stands for, or null when it carries none. Java turns
+     *  its own deadlines (max.block.ms, delivery.timeout.ms, default.api.timeout.ms) into a
+     *  TimeoutException, also when the broker never answered with an error: that is a local
+     *  timeout, not REQUEST_TIMED_OUT (which Errors.forException would map it to). */
+    static Integer kafkaCode(Throwable e) {
+        if (e instanceof org.apache.kafka.common.errors.TimeoutException) {
+            return null;
+        }
+        Errors error = Errors.forException(e);
+        return error == Errors.UNKNOWN_SERVER_ERROR && !(e instanceof UnknownServerException)
+                ? null : (Integer) (int) error.code();
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while (e instanceof ExecutionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    static void emitError(String step, Throwable e) {
+        Throwable cause = unwrap(e);
+        emit("event", "error", "step", step, "code", kafkaCode(cause),
+                "message", cause.getClass().getSimpleName() + ": " + cause.getMessage());
+    }
+
     // --- produce-consume ----------------------------------------------------------------------
 
     static void produceConsume(Args a) throws Exception {
@@ -184,14 +279,8 @@ public final class ClientDriver {
     }
 
     static void produce(Args a) throws Exception {
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap);
-        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        if (!a.compression.equals("none")) {
-            props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, a.compression);
-        }
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+        Map<String, String> config = Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, a.compression);
+        try (KafkaProducer<byte[], byte[]> producer = producer(a.bootstrap, config)) {
             List<Future<RecordMetadata>> futures = new ArrayList<>();
             for (int i = 0; i < a.count; i++) {
                 List<Header> headers = List.of(
@@ -218,19 +307,10 @@ public final class ClientDriver {
     }
 
     static void consume(Args a) {
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap);
-        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "100");
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
-            List<TopicPartition> partitions = new ArrayList<>();
-            for (int p = 0; p < a.partitions; p++) {
-                partitions.add(new TopicPartition(a.topic, p));
-            }
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(a.bootstrap, Map.of())) {
+            List<TopicPartition> all = partitions(a.topic, a.partitions);
+            consumer.assign(all);
+            consumer.seekToBeginning(all);
             int read = 0;
             long deadline = System.currentTimeMillis() + MAX_WAIT_MS;
             while (read < a.count) {
@@ -242,47 +322,116 @@ public final class ClientDriver {
                     read++;
                 }
             }
+            Map<TopicPartition, Long> ends = consumer.endOffsets(all, Duration.ofSeconds(CALL_TIMEOUT_S));
+
+            Map<TopicPartition, Long> fromOffset = new HashMap<>();
+            for (TopicPartition tp : all) {
+                if (ends.get(tp) > 1) {  // the topic is new: its partitions start at offset 0
+                    fromOffset.put(tp, 1L);
+                }
+            }
+            readRange(consumer, fromOffset, ends, r -> emitRecord("from_offset", r));
 
             Map<TopicPartition, Long> query = new HashMap<>();
-            for (TopicPartition tp : partitions) {
+            for (TopicPartition tp : all) {
                 query.put(tp, a.threshold());
             }
             Map<TopicPartition, OffsetAndTimestamp> found =
                     consumer.offsetsForTimes(query, Duration.ofSeconds(CALL_TIMEOUT_S));
-            Map<TopicPartition, Long> ends =
-                    consumer.endOffsets(partitions, Duration.ofSeconds(CALL_TIMEOUT_S));
-            Map<TopicPartition, Long> until = new HashMap<>();
-            for (TopicPartition tp : partitions) {
-                OffsetAndTimestamp hit = found.get(tp);
+            Map<TopicPartition, Long> fromTimestamp = new HashMap<>();
+            found.forEach((tp, hit) -> {
                 if (hit != null) {
-                    consumer.seek(tp, hit.offset());
-                    until.put(tp, ends.get(tp));
-                } else {
-                    consumer.seekToEnd(List.of(tp));
+                    fromTimestamp.put(tp, hit.offset());
+                }
+            });
+            readRange(consumer, fromTimestamp, ends, r -> emitRecord("from_timestamp", r));
+        }
+    }
+
+    // --- acks -----------------------------------------------------------------------------------
+
+    static void acks(Args a) throws Exception {
+        String[][] producers = {
+            {"acks0", "0", "false"},
+            {"acks1", "1", "false"},
+            {"acksall", "all", "false"},
+            {"idempotent", "all", "true"},
+        };
+        for (int p = 0; p < producers.length; p++) {
+            String name = producers[p][0];
+            Map<String, String> config = Map.of(ProducerConfig.ACKS_CONFIG, producers[p][1],
+                    ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, producers[p][2]);
+            List<Future<RecordMetadata>> futures = new ArrayList<>();
+            try (KafkaProducer<byte[], byte[]> producer = producer(a.bootstrap, config)) {
+                for (int i = 0; i < 10; i++) {
+                    futures.add(producer.send(new ProducerRecord<>(a.topic, p, bytes("k" + i),
+                            bytes(name + "-" + i))));
+                }
+                producer.flush();
+                for (int i = 0; i < 10; i++) {
+                    RecordMetadata m = futures.get(i).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
+                    emit("event", "produced", "producer", name, "i", i, "partition", m.partition(),
+                            "offset", m.hasOffset() ? m.offset() : -1L);
                 }
             }
-            deadline = System.currentTimeMillis() + MAX_WAIT_MS;
-            while (!reached(consumer, until)) {
+        }
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(a.bootstrap, Map.of())) {
+            List<TopicPartition> all = partitions(a.topic, producers.length);
+            consumer.assign(all);
+            consumer.seekToBeginning(all);
+            int read = 0;
+            long deadline = System.currentTimeMillis() + MAX_WAIT_MS;
+            while (read < 10 * producers.length) {
                 if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("replay did not reach the ends " + ends);
+                    throw new IllegalStateException("read " + read + " of 40 records");
                 }
                 for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
-                    Long end = until.get(new TopicPartition(r.topic(), r.partition()));
-                    if (end != null && r.offset() < end) {
-                        emitRecord("from_timestamp", r);
-                    }
+                    emit("event", "record", "partition", r.partition(), "offset", r.offset(),
+                            "value", text(r.value()));
+                    read++;
                 }
             }
         }
     }
 
-    static boolean reached(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> until) {
-        for (Map.Entry<TopicPartition, Long> e : until.entrySet()) {
-            if (consumer.position(e.getKey()) < e.getValue()) {
-                return false;
+    // --- large ----------------------------------------------------------------------------------
+
+    static final String FOUR_MIB = String.valueOf(4 << 20);
+
+    static byte[] largeValue(int size) {
+        byte[] value = new byte[size];
+        for (int j = 0; j < size; j++) {
+            value[j] = (byte) ('a' + j % 26);
+        }
+        return value;
+    }
+
+    static void large(Args a) throws Exception {
+        Map<String, String> config = Map.of(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, FOUR_MIB,
+                ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        try (KafkaProducer<byte[], byte[]> producer = producer(a.bootstrap, config)) {
+            RecordMetadata m = producer.send(new ProducerRecord<>(a.topic, bytes("big"),
+                    largeValue(1_000_000))).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
+            emit("event", "produced", "step", "near-limit", "partition", m.partition(),
+                    "offset", m.offset());
+            try {
+                m = producer.send(new ProducerRecord<>(a.topic, bytes("big"),
+                        largeValue(1_100_000))).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
+                emit("event", "produced", "step", "over-limit", "partition", m.partition(),
+                        "offset", m.offset());
+            } catch (ExecutionException e) {
+                emitError("over-limit", e);
             }
         }
-        return true;
+        Map<String, String> fetch = Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, FOUR_MIB,
+                ConsumerConfig.FETCH_MAX_BYTES_CONFIG, FOUR_MIB);
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(a.bootstrap, fetch)) {
+            TopicPartition p0 = new TopicPartition(a.topic, 0);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(List.of(p0), Duration.ofSeconds(CALL_TIMEOUT_S));
+            MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
+            readRange(consumer, Map.of(p0, 0L), ends, r -> emit("event", "record", "offset", r.offset(),
+                    "size", r.value().length, "sha256", HexFormat.of().formatHex(sha256.digest(r.value()))));
+        }
     }
 
     // --- admin ----------------------------------------------------------------------------------
@@ -297,8 +446,7 @@ public final class ClientDriver {
         try {
             body.run();
         } catch (Exception e) {
-            Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
-                    ? e.getCause() : e;
+            Throwable cause = unwrap(e);
             emit("event", "admin", "step", name, "error",
                     cause.getClass().getSimpleName() + ": " + cause.getMessage());
         }
@@ -321,52 +469,54 @@ public final class ClientDriver {
         return out;
     }
 
-    static void admin(Args a) throws Exception {
+    static Admin adminClient(String bootstrap) {
         Properties props = new Properties();
-        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap);
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        return Admin.create(props);
+    }
+
+    static void admin(Args a) throws Exception {
         String topic = a.topic;
         TopicPartition p0 = new TopicPartition(topic, 0);
-        try (Admin admin = Admin.create(props)) {
+        String[] described = {"retention.ms", "max.message.bytes", "cleanup.policy"};
+        try (Admin admin = adminClient(a.bootstrap)) {
             step("createTopics", () -> {
-                NewTopic t = new NewTopic(topic, 2, (short) 1)
+                NewTopic t = new NewTopic(topic, 3, (short) 1)
                         .configs(Map.of("retention.ms", "86400000", "max.message.bytes", "500000"));
                 get(admin.createTopics(List.of(t)).all());
                 Set<String> names = get(admin.listTopics().names());
                 emit("event", "admin", "step", "createTopics", "listed", names.contains(topic));
             });
             step("describeConfigs", () -> emit("event", "admin", "step", "describeConfigs",
-                    "configs", configs(admin, topic, "retention.ms", "max.message.bytes",
-                            "cleanup.policy", "segment.bytes")));
+                    "configs", configs(admin, topic, described)));
+            step("alterConfigs", () -> {
+                ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+                List<AlterConfigOp> ops = List.of(
+                        new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
+                        new AlterConfigOp(new ConfigEntry("max.message.bytes", ""), AlterConfigOp.OpType.DELETE));
+                get(admin.incrementalAlterConfigs(Map.of(resource, ops)).all());
+                emit("event", "admin", "step", "alterConfigs", "configs", configs(admin, topic, described));
+            });
+            step("createPartitions", () -> {
+                get(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all());
+                TopicDescription d = get(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
+                List<Object> leaders = new ArrayList<>();
+                d.partitions().forEach(p -> leaders.add(p.leader() == null ? null : p.leader().id()));
+                emit("event", "admin", "step", "createPartitions", "partitions", d.partitions().size(),
+                        "leaders", leaders);
+            });
             step("produce", () -> {
-                Properties pp = new Properties();
-                pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap);
-                pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-                pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
                 List<Object> offsets = new ArrayList<>();
-                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
+                try (KafkaProducer<byte[], byte[]> producer = producer(a.bootstrap, Map.of())) {
                     for (int i = 0; i < 10; i++) {
                         RecordMetadata m = producer.send(new ProducerRecord<>(topic, 0, a.startTs + i * 1000L,
-                                bytes("k" + i), bytes("v" + i))).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
+                                null, bytes("admin-" + i))).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
                         offsets.add(m.offset());
                     }
                 }
                 emit("event", "admin", "step", "produce", "offsets", offsets);
-            });
-            step("listOffsets", () -> {
-                Map<String, Object> got = new LinkedHashMap<>();
-                Map<String, OffsetSpec> specs = new LinkedHashMap<>();
-                specs.put("earliest", OffsetSpec.earliest());
-                specs.put("latest", OffsetSpec.latest());
-                specs.put("max_timestamp", OffsetSpec.maxTimestamp());
-                specs.put("for_timestamp", OffsetSpec.forTimestamp(a.startTs + 4000L));
-                for (Map.Entry<String, OffsetSpec> e : specs.entrySet()) {
-                    ListOffsetsResult.ListOffsetsResultInfo info =
-                            get(admin.listOffsets(Map.of(p0, e.getValue())).partitionResult(p0));
-                    got.put(e.getKey(), Map.of("offset", info.offset(), "timestamp", info.timestamp()));
-                }
-                emit("event", "admin", "step", "listOffsets", "partition0", got);
             });
             step("deleteRecords", () -> {
                 DeletedRecords deleted = get(admin.deleteRecords(
@@ -376,23 +526,33 @@ public final class ClientDriver {
                 emit("event", "admin", "step", "deleteRecords", "low_watermark", deleted.lowWatermark(),
                         "earliest_after", earliest);
             });
-            step("incrementalAlterConfigs", () -> {
-                ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-                List<AlterConfigOp> ops = List.of(
-                        new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
-                        new AlterConfigOp(new ConfigEntry("max.message.bytes", ""), AlterConfigOp.OpType.DELETE),
-                        new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.APPEND));
-                get(admin.incrementalAlterConfigs(Map.of(resource, ops)).all());
-                emit("event", "admin", "step", "incrementalAlterConfigs", "configs",
-                        configs(admin, topic, "retention.ms", "max.message.bytes", "cleanup.policy"));
+            step("listOffsets", () -> {
+                // The contract's lookup, then (Java-only) the other specs: every one is a
+                // ListOffsets request of its own.
+                Map<String, Object> got = new LinkedHashMap<>();
+                Map<String, OffsetSpec> specs = new LinkedHashMap<>();
+                specs.put("for_timestamp", OffsetSpec.forTimestamp(a.startTs + 7000L));
+                specs.put("earliest", OffsetSpec.earliest());
+                specs.put("latest", OffsetSpec.latest());
+                specs.put("max_timestamp", OffsetSpec.maxTimestamp());
+                for (Map.Entry<String, OffsetSpec> e : specs.entrySet()) {
+                    ListOffsetsResult.ListOffsetsResultInfo info =
+                            get(admin.listOffsets(Map.of(p0, e.getValue())).partitionResult(p0));
+                    got.put(e.getKey(), Map.of("offset", info.offset(), "timestamp", info.timestamp()));
+                }
+                emit("event", "admin", "step", "listOffsets",
+                        "for_timestamp", ((Map<?, ?>) got.get("for_timestamp")).get("offset"),
+                        "partition0", got);
             });
-            step("createPartitions", () -> {
-                get(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all());
-                TopicDescription d = get(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
-                List<Object> leaders = new ArrayList<>();
-                d.partitions().forEach(p -> leaders.add(p.leader() == null ? null : p.leader().id()));
-                emit("event", "admin", "step", "createPartitions", "partitions", d.partitions().size(),
-                        "leaders", leaders, "topic_id", d.topicId().toString());
+            // Java-only steps, beyond the contract.
+            step("appendConfig", () -> {
+                // APPEND to a key the topic does not set appends to its default.
+                ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+                List<AlterConfigOp> ops = List.of(new AlterConfigOp(
+                        new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.APPEND));
+                get(admin.incrementalAlterConfigs(Map.of(resource, ops)).all());
+                emit("event", "admin", "step", "appendConfig", "configs",
+                        configs(admin, topic, "cleanup.policy"));
             });
             step("describeCluster", () -> {
                 DescribeClusterResult c = admin.describeCluster();
@@ -434,6 +594,27 @@ public final class ClientDriver {
         }
     }
 
+    // --- errors ---------------------------------------------------------------------------------
+
+    static void errors(Args a) throws Exception {
+        Map<String, String> config = Map.of(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
+        try (KafkaProducer<byte[], byte[]> producer = producer(a.bootstrap, config)) {
+            RecordMetadata m = producer.send(new ProducerRecord<>(a.topic + "-missing", bytes("k"),
+                    bytes("v"))).get(MAX_WAIT_MS, TimeUnit.MILLISECONDS);
+            throw new IllegalStateException("produced to a missing topic at " + m);
+        } catch (ExecutionException | KafkaException e) {
+            emitError("unknown-topic", e);
+        }
+        try (Admin admin = adminClient(a.bootstrap)) {
+            NewTopic t = new NewTopic(a.topic + "-bad", 1, (short) 1)
+                    .configs(Map.of("retention.ms", "not-a-number"));
+            get(admin.createTopics(List.of(t)).all());
+            throw new IllegalStateException("created " + t);
+        } catch (ExecutionException e) {
+            emitError("invalid-config", e);
+        }
+    }
+
     // --- main -------------------------------------------------------------------------------------
 
     public static void main(String[] argv) throws Exception {
@@ -451,10 +632,13 @@ public final class ClientDriver {
                 throw new IllegalArgumentException("usage: ClientDriver <scenario> --bootstrap B --topic T ... [-- ...]");
             }
             Args a = Args.parse(run);
-            scenario = a.scenario;
+            scenario = a.scenario.equals("produce-consume") ? a.scenario + "/" + a.compression : a.scenario;
             switch (a.scenario) {
                 case "produce-consume" -> produceConsume(a);
+                case "acks" -> acks(a);
+                case "large" -> large(a);
                 case "admin" -> admin(a);
+                case "errors" -> errors(a);
                 default -> throw new IllegalArgumentException("unknown scenario " + a.scenario);
             }
         }

@@ -1,0 +1,87 @@
+"""SCENARIOS.md's ``group`` scenario with Java kafka-clients 4.4 (the classic protocol), with
+the range, round-robin and cooperative-sticky assignors, against millpond and Apache Kafka 4.4.
+
+compat_tests/java/GroupMember.java is compiled and cached like ClientDriver.java; every member
+is a JVM of its own (the harness kills and restarts members), started with the tools' small,
+fast-starting JVM options."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from compat_tests.groups import MemberCommand, run_group_scenario, run_static_scenario
+from compat_tests.kafka.reference import (
+    TOOL_JVM,
+    TOOLS_LOG4J,
+    KafkaNotInstalledError,
+    kafka_classpath,
+)
+from compat_tests.test_clients_java import compiled_driver
+
+pytestmark = pytest.mark.compat
+
+SOURCE = Path(__file__).resolve().parent / "java" / "GroupMember.java"
+
+#: The harness's assignor names -> the Java client's (GroupMember.java maps them to classes).
+ASSIGNORS = {
+    "range": "range",  # RangeAssignor
+    "round-robin": "roundrobin",  # RoundRobinAssignor
+    "cooperative-sticky": "cooperative-sticky",  # CooperativeStickyAssignor
+}
+
+
+@pytest.fixture(scope="module")
+def java_member() -> list[str]:
+    """The java command line of GroupMember, up to its arguments."""
+    missing = ""
+    try:
+        classpath = kafka_classpath()
+    except KafkaNotInstalledError as exc:
+        missing = str(exc)
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    classes = compiled_driver(classpath, SOURCE)
+    return [
+        "java",
+        *TOOL_JVM,
+        f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
+        "-cp",
+        f"{classes}{os.pathsep}{classpath}",
+        "GroupMember",
+        "group-member",
+    ]
+
+
+def _member(java: list[str], bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:
+    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
+        cmd = [
+            *java, "--bootstrap", bootstrap, "--topic", topic, "--group", group,
+            "--session-timeout-ms", str(session_ms),
+        ]  # fmt: skip
+        if assignor:
+            cmd += ["--assignor", assignor]
+        if instance_id:
+            cmd += ["--instance-id", instance_id]
+        return cmd
+
+    return command
+
+
+@pytest.mark.compat_matrix("Java kafka-clients", "group")
+@pytest.mark.parametrize("assignor", list(ASSIGNORS))
+def test_java_group(java_member: list[str], broker_bootstrap: str, assignor: str) -> None:
+    topic = f"grp-java-{assignor}"
+    command = _member(java_member, broker_bootstrap, topic, ASSIGNORS[assignor])
+    run = run_group_scenario(command, broker_bootstrap, topic)
+    print(f"settle times (s): { {k: round(v, 2) for k, v in run.settle_times.items()} }")
+
+
+@pytest.mark.compat_matrix("Java kafka-clients", "group/static")
+def test_java_static_group(java_member: list[str], broker_bootstrap: str) -> None:
+    topic = "grp-java-static"
+    command = _member(java_member, broker_bootstrap, topic, None)
+    took = run_static_scenario(command, broker_bootstrap, topic)
+    print(f"the restarted static member got its partitions after {took:.2f}s")

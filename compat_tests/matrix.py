@@ -54,7 +54,7 @@ GROUP_CLIENTS = [
     "sarama",
 ]
 # Columns for Kafka's own tools only (not client scenarios): the performance tools.
-TOOL_SCENARIOS = ["producer-perf", "consumer-groups"]
+TOOL_SCENARIOS = ["producer-perf", "consumer-perf", "consumer-groups"]
 
 
 def _dist(name: str) -> str:

@@ -310,6 +310,32 @@ def test_producer_performance(broker_bootstrap: str) -> None:
     assert sorted(ends) == [0, 1, 2] and sum(ends.values()) == PERF_RECORDS, ends
 
 
+@pytest.mark.compat_matrix("Kafka CLI tools", "consumer-perf")
+def test_consumer_performance(broker_bootstrap: str) -> None:
+    """kafka-consumer-perf-test: a consumer of a group reading a topic at full speed until
+    it has every record."""
+    from compat_tests.harness import produce_values
+
+    topic = "tools-consumer-perf"
+    create_topic(broker_bootstrap, topic, 3)
+    produce_values(broker_bootstrap, topic, 3, ["x" * PERF_RECORD_SIZE] * PERF_RECORDS)
+    out = _tool(
+        f"{TOOLS}.ConsumerPerformance",
+        [
+            "--bootstrap-server", broker_bootstrap, "--topic", topic,
+            "--num-records", str(PERF_RECORDS), "--group", "tools-consumer-perf-g",
+            "--timeout", "30000",
+        ],
+    )  # fmt: skip
+    lines = out.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("start.time")), None)
+    assert at is not None and at + 1 < len(lines), f"no statistics in its output:\n{out}"
+    header = [c.strip() for c in lines[at].split(",")]
+    values = dict(zip(header, (c.strip() for c in lines[at + 1].split(",")), strict=False))
+    # At least: a consumer may read past the target within its last fetch.
+    assert int(values["data.consumed.in.nMsg"]) >= PERF_RECORDS, out
+
+
 GROUPS = f"{TOOLS}.consumer.group.ConsumerGroupCommand"
 
 

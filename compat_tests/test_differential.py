@@ -9,10 +9,18 @@ import pytest
 
 from compat_tests.differential import sequences, sequences_groups, sequences_offsets
 from compat_tests.differential.compare import assert_same
+from compat_tests.differential.group_helpers import join_request
 from compat_tests.differential.normalize import normalize
-from compat_tests.differential.runner import run_both
+from compat_tests.differential.runner import Session, run_both
 from compat_tests.kafka.reference import RunningBroker
 from millpond.broker.handlers import ROUTES
+from millpond.wire.generated.api.delete_groups_request import DeleteGroupsRequest
+from millpond.wire.generated.api.describe_groups_request import DescribeGroupsRequest
+from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
+from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
+from millpond.wire.generated.api.offset_delete_request import OffsetDeleteRequest
+from millpond.wire.generated.api.offset_fetch_request import OffsetFetchRequest
+from millpond.wire.generated.api.sync_group_request import SyncGroupRequest
 
 pytestmark = pytest.mark.compat
 
@@ -53,3 +61,30 @@ def test_sequence_names_unique() -> None:
 )
 def test_differential(name: str, reference_kafka: RunningBroker, millpond_bootstrap: str) -> None:
     check_sequence(name, reference_kafka.bootstrap, millpond_bootstrap)
+
+
+def no_coordinator_yet(s: Session) -> None:
+    """The group APIs before ``__consumer_offsets`` exists (no client has looked a group
+    up yet): no partition, so no coordinator (NOT_COORDINATOR), except where a request is
+    refused before its group is looked at."""
+    g = s.group("g")
+    s.send(join_request(g), 9, "join")
+    s.send(SyncGroupRequest(group_id=g, generation_id=1, member_id="m"), 3, "sync")
+    s.send(HeartbeatRequest(group_id=g, generation_id=1, member_id="m"), 4, "heartbeat")
+    s.send(LeaveGroupRequest(group_id=g, members=[MemberIdentity(member_id="m")]), 5, "leave")
+    s.send(OffsetFetchRequest(group_id=g, topics=None), 7, "offset fetch")
+    s.send(DescribeGroupsRequest(groups=[g]), 5, "describe")
+    s.send(DeleteGroupsRequest(groups_names=[g]), 2, "delete")
+    s.send(OffsetDeleteRequest(group_id=g, topics=[]), 0, "offset delete")
+
+
+def test_group_apis_before_the_coordinator_exists(
+    strict_reference_kafka: RunningBroker, strict_millpond_bootstrap: str
+) -> None:
+    """On the brokers without auto-creation, where nothing ever looks a group up (so the
+    answers are those of a fresh cluster); the wrong-coordinator path a single node has."""
+    name = "no-coordinator-yet"
+    on_kafka, on_millpond = run_both(
+        no_coordinator_yet, name, strict_reference_kafka.bootstrap, strict_millpond_bootstrap
+    )
+    assert_same(normalize(on_kafka, SERVED), normalize(on_millpond, SERVED), name)

@@ -89,9 +89,12 @@ class GroupService:
         self._wake.set()
 
     def availability(self, group_id: str) -> int:
-        """NONE when the coordinator can serve ``group_id`` now; else the error to answer
-        (the topic is created here if it does not exist yet)."""
-        self.ensure_topic()
+        """NONE when the coordinator can serve ``group_id`` now; else the error to answer:
+        NOT_COORDINATOR before ``__consumer_offsets`` exists (as Kafka: no partition, no
+        coordinator; a client's FindCoordinator creates it first), and
+        COORDINATOR_LOAD_IN_PROGRESS while the group's partition is replayed."""
+        if self._broker.image.topic(records.OFFSETS_TOPIC) is None:
+            return ErrorCode.NOT_COORDINATOR
         if records.partition_for(group_id, self.partitions) not in self._loaded:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE

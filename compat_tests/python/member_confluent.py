@@ -16,10 +16,17 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make compat_tests importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from confluent_kafka import Consumer, KafkaException  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException  # noqa: E402
 from confluent_kafka import TopicPartition as TP  # noqa: E402
 
 from compat_tests.python.contract import emit  # noqa: E402
+
+#: Commit errors of a member whose group is rebalancing: it commits again after rejoining.
+REFUSED_BY_REBALANCE = {
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.UNKNOWN_MEMBER_ID,
+}
 
 
 def main() -> int:
@@ -57,7 +64,29 @@ def main() -> int:
         owned.update(tp.partition for tp in partitions)
         report()
 
+    pending: dict[int, int] = {}  # processed, not yet committed: partition -> next offset
+
+    def commit_pending(only: set[int] | None = None) -> None:
+        """Commit what was processed; a commit the rebalance refuses (the generation moved
+        on) stays pending and is sent again once the member rejoined, with the new one."""
+        wanted = {p: o for p, o in pending.items() if only is None or p in only}
+        if not wanted:
+            return
+        offsets = [TP(args.topic, p, o) for p, o in sorted(wanted.items())]
+        try:
+            done = consumer.commit(offsets=offsets, asynchronous=False) or []
+        except KafkaException as exc:
+            if exc.args[0].code() in REFUSED_BY_REBALANCE:
+                return
+            raise
+        for tp in done:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            pending.pop(tp.partition, None)
+            emit({"event": "committed", "partition": tp.partition, "offset": tp.offset})
+
     def on_revoke(_: Any, partitions: list[Any]) -> None:
+        commit_pending({tp.partition for tp in partitions})  # before another member owns them
         if cooperative:
             owned.difference_update(tp.partition for tp in partitions)
         else:
@@ -77,7 +106,6 @@ def main() -> int:
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     while not closing.is_set():
         messages = consumer.consume(num_messages=100, timeout=0.2)
-        processed: dict[int, int] = {}
         for msg in messages:
             if msg.error() is not None:
                 raise KafkaException(msg.error())
@@ -90,13 +118,9 @@ def main() -> int:
                     "value": value.decode() if value is not None else None,
                 }
             )
-            processed[msg.partition()] = msg.offset() + 1
-        if processed:
-            offsets = [TP(args.topic, p, o) for p, o in sorted(processed.items())]
-            for tp in consumer.commit(offsets=offsets, asynchronous=False) or []:
-                if tp.error is not None:
-                    raise KafkaException(tp.error)
-                emit({"event": "committed", "partition": tp.partition, "offset": tp.offset})
+            pending[msg.partition()] = msg.offset() + 1
+        commit_pending()
+    commit_pending()
     consumer.close()
     emit({"event": "closed"})
     return 0

@@ -20,6 +20,7 @@ from millpond.wire.generated.api.describe_groups_response import (
     DescribedGroup,
     DescribeGroupsResponse,
 )
+from millpond.wire.generated.api.find_coordinator_request import FindCoordinatorRequest
 from millpond.wire.generated.api.join_group_request import (
     JoinGroupRequest,
     JoinGroupRequestProtocol,
@@ -59,7 +60,7 @@ GROUP_OPERATIONS = 3400  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFI
 @contextmanager
 def group_broker() -> Iterator[tuple[Broker, Client]]:
     """A broker whose new groups form at once (no initial rebalance delay), with topics
-    ``t`` (2 partitions) and ``u`` (1), and a client."""
+    ``t`` (2 partitions) and ``u`` (1), ``__consumer_offsets``, and a client."""
     with tempfile.TemporaryDirectory(prefix="millpond-test-") as data:
         props = {"node.id": "1", "log.dirs": data, "group.initial.rebalance.delay.ms": "0"}
         config = build_config(props, env={})[0]
@@ -67,7 +68,10 @@ def group_broker() -> Iterator[tuple[Broker, Client]]:
             broker.controller.create_topics(
                 [CreatableTopic("t", num_partitions=2), CreatableTopic("u", num_partitions=1)]
             )
-            yield broker, Client(broker.port, client_id="cid")
+            client = Client(broker.port, client_id="cid")
+            # As clients do first: the lookup creates __consumer_offsets.
+            client.request(FindCoordinatorRequest(key="any", key_type=0), 3)
+            yield broker, client
 
 
 def join(client: Client, group: str, protocol_type: str = "consumer") -> JoinGroupResponse:

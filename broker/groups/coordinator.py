@@ -39,7 +39,7 @@ from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.join_group_request import JoinGroupRequest
 from millpond.wire.generated.api.join_group_response import JoinGroupResponse
-from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
+from millpond.wire.generated.api.leave_group_request import MemberIdentity
 from millpond.wire.generated.api.leave_group_response import MemberResponse
 from millpond.wire.generated.api.sync_group_request import SyncGroupRequest
 from millpond.wire.generated.api.sync_group_response import SyncGroupResponse
@@ -141,9 +141,6 @@ class GroupCoordinator:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
-    def _tick(self, now_ms: int) -> None:
-        self.advance(now_ms)
-
     # -- JoinGroup -----------------------------------------------------------------------
 
     def join(
@@ -154,7 +151,7 @@ class GroupCoordinator:
         now_ms: int,
         reply: JoinReply,
     ) -> None:
-        self._tick(now_ms)
+        self.advance(now_ms)
         member_id = request.member_id
         if not request.group_id:
             reply(_join_error(ErrorCode.INVALID_GROUP_ID, member_id))
@@ -532,7 +529,7 @@ class GroupCoordinator:
     # -- SyncGroup -------------------------------------------------------------------------
 
     def sync(self, request: SyncGroupRequest, now_ms: int, reply: SyncReply) -> None:
-        self._tick(now_ms)
+        self.advance(now_ms)
         if not request.group_id:
             reply(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
             return
@@ -625,7 +622,7 @@ class GroupCoordinator:
 
     def heartbeat(self, request: HeartbeatRequest, now_ms: int) -> int:
         """The heartbeat's error code."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         if not request.group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(request.group_id)
@@ -653,7 +650,7 @@ class GroupCoordinator:
         self, group_id: str, members: Iterable[MemberIdentity], now_ms: int
     ) -> tuple[int, list[MemberResponse]]:
         """(top-level error, per-member answers) of a LeaveGroup."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         identities = list(members)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
@@ -722,7 +719,7 @@ class GroupCoordinator:
     ) -> tuple[int, list[int]]:
         """(group-level error, per-offset error) of an OffsetCommit; on a group-level
         error nothing is committed and every offset carries it."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         try:
             group = self._validate_commit(group_id, generation_id, member_id, instance_id, version)
         except GroupError as exc:
@@ -820,7 +817,7 @@ class GroupCoordinator:
         self, group_id: str, topics: list[tuple[str, list[int]]], now_ms: int
     ) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
         """OffsetDelete: (group error, per topic the partitions' errors)."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
@@ -853,7 +850,7 @@ class GroupCoordinator:
     def delete_group(self, group_id: str, now_ms: int) -> int:
         """DeleteGroups of one group: its error code. The group's metadata and offsets
         get tombstones; the group is gone."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         group = self.groups.get(group_id)  # "" is a group id like any other here
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -876,7 +873,7 @@ class GroupCoordinator:
         Stable consumer group no longer subscribes to), or past a commit's own expiry
         time; then delete every Empty group left without offsets. Returns how many
         offsets expired."""
-        self._tick(now_ms)
+        self.advance(now_ms)
         retention = self.config.offsets_retention_ms
         expired_count = 0
         for group in list(self.groups.values()):
@@ -1117,7 +1114,6 @@ __all__ = [
     "CommittedOffset",
     "GroupConfig",
     "GroupCoordinator",
-    "LeaveGroupRequest",
     "OffsetToCommit",
     "StorageError",
 ]

@@ -51,6 +51,3 @@ class Timers:
         _, _, key = heapq.heappop(self._heap)
         _, action = self._live.pop(key)
         return action
-
-    def __len__(self) -> int:
-        return len(self._live)

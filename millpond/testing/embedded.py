@@ -1,0 +1,212 @@
+"""A complete broker inside the test's own process, on a free loopback port.
+
+:func:`broker` runs it on an event loop in a background thread, so blocking clients
+(confluent-kafka, kafka-python, a subprocess running Java) can use it from the test's
+thread; :func:`async_broker` runs it on the caller's running loop, for asyncio clients.
+Either way the broker is the real one ``millpond serve`` runs: the same handlers,
+storage and coordinator, only without a process of its own, so it starts in
+milliseconds.
+
+Configuration uses Kafka's names. Keyword arguments are configs with dots written as
+underscores (``num_partitions=3`` is ``num.partitions=3``); ``configs={...}`` takes
+names as they are. Two differences from ``millpond serve``'s defaults suit tests:
+``group.initial.rebalance.delay.ms`` is 0 (a group forms as soon as its members
+join, as Kafka's own test harness sets it), and the data lives in a temporary
+directory removed at exit, or, with ``in_memory=True``, in memory only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import TypeVar
+
+from millpond.broker.config import BrokerConfig, build_config
+from millpond.broker.node import Broker
+from millpond.storage.fs import MemFileSystem
+from millpond.testing.topics import StoredRecord, create_topic, read_records
+
+T = TypeVar("T")
+
+#: Where an in-memory broker's (virtual) data directory is.
+MEMORY_DATA_DIR = "/millpond-data"
+_TEST_DEFAULTS = {
+    "node.id": "1",
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+def _property(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def broker_config(
+    data_dir: str, configs: Mapping[str, object], keywords: Mapping[str, object]
+) -> BrokerConfig:
+    """The embedded broker's config: test defaults, then ``configs``, then keywords
+    (underscores read as dots). Raises ConfigError naming a bad key or value."""
+    props = dict(_TEST_DEFAULTS, **{"log.dirs": data_dir})
+    props.update((key, _property(value)) for key, value in configs.items())
+    props.update((key.replace("_", "."), _property(value)) for key, value in keywords.items())
+    config, _warnings = build_config(props, env={})
+    unknown = sorted(set(props) - set(config.values))
+    if unknown:
+        raise TypeError(
+            f"unknown broker config(s) {', '.join(unknown)}: use Kafka's names, with dots "
+            "written as underscores in keyword arguments (num_partitions=3)"
+        )
+    return config
+
+
+def _new_broker(in_memory: bool, config: BrokerConfig) -> Broker:
+    if in_memory:
+        return Broker.from_config(config, fs=MemFileSystem())
+    return Broker.from_config(config)
+
+
+class _Handle:
+    """What both variants share: the running broker and helpers over it. ``_call`` runs
+    a function of the broker where its event loop owns the state."""
+
+    def __init__(self, broker: Broker) -> None:
+        #: The broker itself, for what the helpers do not cover.
+        self.broker = broker
+        host, port = broker.advertised
+        #: ``host:port`` for a client's ``bootstrap.servers``.
+        self.bootstrap_servers = f"{host}:{port}"
+        self.port = port
+
+    def __repr__(self) -> str:
+        return f"<embedded millpond broker at {self.bootstrap_servers}>"
+
+
+class EmbeddedBroker(_Handle):
+    """A broker running on its own event loop in a background thread."""
+
+    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(broker)
+        self._loop = loop
+
+    def call(self, fn: Callable[[Broker], T], timeout: float = 30) -> T:
+        """Run ``fn(broker)`` on the broker's event loop and return its result."""
+
+        async def run() -> T:
+            return fn(self.broker)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def create_topic(
+        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+    ) -> None:
+        """Create ``name``; raises TopicError if the broker refuses (it exists, a bad
+        config)."""
+        self.call(lambda b: create_topic(b, name, partitions, configs))
+
+    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
+        """What ``topic`` (or one partition) holds up to its high watermark."""
+        return self.call(lambda b: read_records(b, topic, partition))
+
+
+class AsyncEmbeddedBroker(_Handle):
+    """A broker on the caller's event loop; its helpers run inline, since that loop
+    owns the broker."""
+
+    def create_topic(
+        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+    ) -> None:
+        create_topic(self.broker, name, partitions, configs)
+
+    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
+        return read_records(self.broker, topic, partition)
+
+
+@contextmanager
+def _data_dir(in_memory: bool, data_dir: str | None) -> Iterator[str]:
+    if in_memory:
+        yield MEMORY_DATA_DIR
+    elif data_dir is not None:
+        yield data_dir
+    else:
+        with tempfile.TemporaryDirectory(prefix="millpond-") as path:
+            yield path
+
+
+@contextmanager
+def broker(
+    *,
+    configs: Mapping[str, object] | None = None,
+    in_memory: bool = False,
+    data_dir: str | None = None,
+    **keywords: object,
+) -> Iterator[EmbeddedBroker]:
+    """Run a broker in a background thread for the ``with`` block; its value has
+    ``.bootstrap_servers``. ``data_dir`` keeps the data in a directory of yours (a
+    second broker can reopen it); by default it is temporary."""
+    with _data_dir(in_memory, data_dir) as path:
+        config = broker_config(path, configs or {}, keywords)
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        started: list[Broker] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                instance = _new_broker(in_memory, config)
+                loop.run_until_complete(instance.start())
+                started.append(instance)
+            except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
+                failure.append(exc)
+                return
+            finally:
+                ready.set()
+            loop.run_forever()
+
+        thread = threading.Thread(target=run, name="millpond-embedded", daemon=True)
+        thread.start()
+        ready.wait()
+        if failure:
+            thread.join()
+            loop.close()
+            raise failure[0]
+        handle = EmbeddedBroker(started[0], loop)
+        try:
+            yield handle
+        finally:
+            asyncio.run_coroutine_threadsafe(started[0].stop(), loop).result(60)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+
+@asynccontextmanager
+async def async_broker(
+    *,
+    configs: Mapping[str, object] | None = None,
+    in_memory: bool = False,
+    data_dir: str | None = None,
+    **keywords: object,
+) -> AsyncIterator[AsyncEmbeddedBroker]:
+    """Run a broker on the running event loop for the ``async with`` block."""
+    with _data_dir(in_memory, data_dir) as path:
+        instance = _new_broker(in_memory, broker_config(path, configs or {}, keywords))
+        await instance.start()
+        try:
+            yield AsyncEmbeddedBroker(instance)
+        finally:
+            await instance.stop()
+
+
+__all__ = [
+    "AsyncEmbeddedBroker",
+    "EmbeddedBroker",
+    "StoredRecord",
+    "async_broker",
+    "broker",
+    "broker_config",
+]

@@ -25,6 +25,8 @@ from millpond.broker.config_defs_types import (
     one_of,
     table,
 )
+from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
+from millpond.broker.emulation import RELEASES as EMULATED_RELEASES
 
 MIB = 1024 * 1024
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -202,6 +204,11 @@ _ROWS: list[ConfigDefinition] = [
            "Polling interval of the legacy metrics reporters.", at_least(1)),
     define("telemetry.max.bytes", INT, MIB, LOW,
            "Largest client telemetry payload accepted.", at_least(1)),
+    # millpond's own
+    define(EMULATE_KEY, STR, None, LOW,
+           "millpond only: advertise and serve the API version ranges of this Apache Kafka "
+           "release (quirks included) instead of 4.4's, to test clients' fallback paths.",
+           one_of(*EMULATED_RELEASES), used=True),
 ]  # fmt: skip
 
 SERVER_CONFIGS: dict[str, ConfigDefinition] = table(_ROWS)

@@ -1,8 +1,9 @@
 """Routing a decoded request to its handler, and turning the outcome into response bytes.
 
 Every API the broker serves is a :class:`Route`: its key, the version range it
-advertises (Apache Kafka 4.4's, quirks included) and its handler. ApiVersions answers
-from this table, so what is advertised is exactly what is routed.
+advertises (Apache Kafka 4.4's, quirks included, or an older release's under
+``millpond.emulate``: :mod:`millpond.broker.emulation`) and its handler. ApiVersions
+answers from this table, so what is advertised is exactly what is routed.
 
 A handler takes ``(broker, context, request)`` and returns the response message, an
 awaitable of it (long-poll fetches, ``acks=all`` produces), or ``None`` when Kafka
@@ -76,8 +77,9 @@ class Dispatcher:
         """Decode a request frame for a route, or raise :class:`CloseConnection` (after
         one log line saying what and from whom) where Kafka would close too.
 
-        An ApiVersions request at a version we do not know is *not* refused here: the
-        ApiVersions handler answers it in the v0 body (KIP-511)."""
+        An ApiVersions request above the routed range (unknown to the codecs, or only to
+        the emulated release) is *not* refused here: the ApiVersions handler answers it in
+        the v0 body (KIP-511)."""
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -92,6 +94,10 @@ class Dispatcher:
         ctx.set_header(header)
         route = self.routes.get(header.request_api_key)
         version = header.request_api_version
+        if route is not None and route.api_key == 18 and version > route.max_version:
+            # Known to our codecs, newer than the (emulated) release: as Kafka, KIP-511.
+            ctx.unknown_api_versions = True
+            return route, None
         if route is None or not (
             (route.served_min_version or route.min_version) <= version <= route.max_version
         ):

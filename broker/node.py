@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
+from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
+from millpond.broker.emulation import emulate
 from millpond.broker.groups.service import GroupService
 from millpond.broker.handlers import ROUTES
 from millpond.broker.handlers.init_producer_id import controller_blocks
@@ -138,7 +140,7 @@ class Broker:
             clock=self.clock,
         )
         self.connections: set[KafkaConnection] = set()
-        self.dispatcher = Dispatcher(routes)
+        self.dispatcher = Dispatcher(emulate(routes, self.config.get(EMULATE_KEY)))
         self._advertised = (advertised_host or host or "127.0.0.1", advertised_port)
         self.server = KafkaServer(
             self,

@@ -2,9 +2,10 @@
 
 Behaviour, as Apache Kafka 4.4:
 - Every API in the broker's routing table, with the range Kafka 4.4 advertises.
-- A request above v5 (a newer client) is answered UNSUPPORTED_VERSION in the v0 body
-  with only ApiVersions' own range, so the client retries at a version we know
-  (KIP-511); the response header is always v0.
+- A request above v5 (a newer client), or above the emulated release's maximum
+  (``millpond.emulate``), is answered UNSUPPORTED_VERSION in the v0 body with only
+  ApiVersions' own range, so the client retries at a version we know (KIP-511); the
+  response header is always v0.
 - v3+: ``client_software_name``/``client_software_version`` must match
   ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else INVALID_REQUEST (librdkafka then
   retries with v0).
@@ -41,9 +42,10 @@ def handle(
     broker: Broker, ctx: RequestContext, request: ApiVersionsRequest | None
 ) -> ApiVersionsResponse:
     if request is None or ctx.unknown_api_versions:
+        own = broker.dispatcher.routes[18]
         return ApiVersionsResponse(
             error_code=ErrorCode.UNSUPPORTED_VERSION,
-            api_keys=[ApiVersion(api_key=18, min_version=0, max_version=MAX_VERSION)],
+            api_keys=[ApiVersion(api_key=18, min_version=0, max_version=own.max_version)],
         )
     if ctx.api_version >= 3 and not (
         _SOFTWARE.fullmatch(request.client_software_name)

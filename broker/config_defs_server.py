@@ -209,6 +209,10 @@ _ROWS: list[ConfigDefinition] = [
            "millpond only: advertise and serve the API version ranges of this Apache Kafka "
            "release (quirks included) instead of 4.4's, to test clients' fallback paths.",
            one_of(*EMULATED_RELEASES), used=True),
+    define("millpond.control.port", INT, -1, LOW,
+           "millpond only: port of the HTTP control endpoint (fault injection, the clock, "
+           "live state; its OpenAPI description at /openapi.json), always on 127.0.0.1. "
+           "-1 turns it off; 0 takes a free port.", at_least(-1), used=True),
 ]  # fmt: skip
 
 SERVER_CONFIGS: dict[str, ConfigDefinition] = table(_ROWS)

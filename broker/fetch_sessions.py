@@ -177,6 +177,10 @@ class FetchSessionCache:
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
 
+    def sessions(self) -> list[FetchSession]:
+        """Every cached session, oldest id first (for the control endpoint's state)."""
+        return [self._sessions[i] for i in sorted(self._sessions)]
+
     @property
     def total_partitions(self) -> int:
         return sum(s.cached_size for s in self._sessions.values())

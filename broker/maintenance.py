@@ -68,14 +68,8 @@ class Maintenance:
     def start(self) -> None:
         broker, ms = self._broker, self._ms
         logs = broker.log_manager
-
-        def retention() -> None:
-            logs.retention_pass()
-            logs.delete_pending_logs()
-            logs.checkpoint_log_start_offsets()
-
         tasks = [
-            _periodic("retention", ms("log.retention.check.interval.ms", 300_000), retention),
+            _periodic("retention", ms("log.retention.check.interval.ms", 300_000), self._retention),
             _periodic("flush", ms("log.flush.scheduler.interval.ms", NEVER_MS), logs.flush_dirty),
             _periodic(
                 "recovery-checkpoint",
@@ -99,6 +93,20 @@ class Maintenance:
             self._cleaner = asyncio.get_running_loop().create_task(
                 self._clean_forever(backoff_ms), name="millpond-cleaner"
             )
+
+    def run_time_driven_tasks(self) -> None:
+        """Run now the checks that act on elapsed time (retention, producer and offset
+        expiry): after the control endpoint moved the clock, what expired goes at once
+        instead of at the next interval."""
+        self._retention()
+        self._broker.replicas.remove_expired_producers()
+        self._broker.groups.expire_offsets()
+
+    def _retention(self) -> None:
+        logs = self._broker.log_manager
+        logs.retention_pass()
+        logs.delete_pending_logs()
+        logs.checkpoint_log_start_offsets()
 
     async def _clean_forever(self, backoff_ms: int) -> None:
         while True:

@@ -16,6 +16,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
+from millpond.broker.control.clock import ControlledClock
+from millpond.broker.control.http import CONTROL_PORT_KEY, ControlServer
+from millpond.broker.control.service import BrokerControl
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
@@ -104,7 +107,8 @@ class Broker:
         )  # fmt: skip
         self.auto_create_topics = auto_create_topics
         self.fs = fs or OsFileSystem()
-        self.clock = clock or SystemClock()
+        # The control endpoint may freeze or advance it (tests' own clocks stay theirs).
+        self.clock = clock or ControlledClock(SystemClock())
         self.rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
         self.fs.makedirs(data_dir)
         self.data_dir = data_dir
@@ -154,6 +158,10 @@ class Broker:
         self.replicas.on_append(self._wake_fetches)
         self.maintenance = Maintenance(self)
         self.groups = GroupService(self)
+        #: Fault injection, the clock, state: what ``millpond.testing`` and the HTTP
+        #: control endpoint (``millpond.control.port``) drive.
+        self.control = BrokerControl(self)
+        self.control_server: ControlServer | None = None
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
@@ -220,13 +228,18 @@ class Broker:
         self.controller.unfence_broker(self.node_id, registration.broker_epoch)
         self.groups.start()
         self.maintenance.start()
+        control_port = self.config.get(CONTROL_PORT_KEY)
+        if isinstance(control_port, int) and control_port >= 0:
+            self.control_server = ControlServer(self.control, control_port)
+            await self.control_server.start()
 
     async def stop(self) -> None:
+        if self.control_server is not None:
+            await self.control_server.stop()
         await self.maintenance.stop()
         await self.groups.stop()
         await self.server.stop()
-        for conn in list(self.connections):
-            conn.close()
+        await asyncio.gather(*(conn.closed() for conn in list(self.connections)))
         self.replicas.shutdown()  # producer state snapshots at each log end
         self.log_manager.shutdown()
         self.controller.close()

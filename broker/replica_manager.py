@@ -187,6 +187,11 @@ class ReplicaManager:
         except OSError as exc:
             _log.warning("producer snapshot of %s failed: %s", producers.partition, exc)
 
+    def producer_states(self) -> Iterator[tuple[str, int, ProducerStateManager]]:
+        """(topic, partition, producer state) of every partition opened so far."""
+        for (topic, partition), known in self._partitions.items():
+            yield topic, partition, known.producers
+
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         """Forget producers idle for ``producer.id.expiration.ms`` in every open
         partition; returns how many. For a periodic task (Kafka runs it every

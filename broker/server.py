@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from millpond.broker import trace as trace_outcomes
 from millpond.broker.context import RequestContext
+from millpond.broker.control.error_responses import error_response
+from millpond.broker.control.faults import FaultAction, FaultRule
 from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
 from millpond.wire import DecodeError
 from millpond.wire.framing import FrameReader, size_prefix
@@ -47,6 +49,8 @@ class KafkaConnection(asyncio.Protocol):
         self._worker: asyncio.Task[None] | None = None
         self._paused = False
         self._closing = False
+        #: A drop fault hit this connection: it reads on and never answers again.
+        self._silent = False
         self.connection_id = next(_connection_ids)
         self.peer = "?"
         self.last_active = asyncio.get_running_loop().time()
@@ -72,7 +76,7 @@ class KafkaConnection(asyncio.Protocol):
             self._worker.cancel()
 
     def data_received(self, data: bytes) -> None:
-        if self._closing:
+        if self._closing or self._silent:
             return
         self.last_active = asyncio.get_running_loop().time()
         try:
@@ -107,7 +111,7 @@ class KafkaConnection(asyncio.Protocol):
             except CloseConnection:
                 self.close()
                 return
-            if response is not None and not self._closing:
+            if response is not None and not self._closing and not self._silent:
                 assert self._transport is not None
                 self._transport.writelines((size_prefix(len(response)), response))
             self.last_active = asyncio.get_running_loop().time()
@@ -128,6 +132,41 @@ class KafkaConnection(asyncio.Protocol):
             trace.record(ctx, started, outcome)
 
     async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> bytes | None:
+        control = self._broker.control
+        if control.faults:
+            rule = control.faults.take(route.api_key, ctx.client_id, request, control.topic_name)
+            if rule is not None:
+                return await self._inject(rule, route, ctx, request)
+        return await self._handle_normally(route, ctx, request)
+
+    async def _inject(
+        self, rule: FaultRule, route: Route, ctx: RequestContext, request: Any
+    ) -> bytes | None:
+        """Carry out a fault rule (:mod:`millpond.broker.control.faults`)."""
+        log.info(
+            "fault rule %d: %s on %s v%d from %s (client %r)",
+            rule.id, rule.action.value, route.name, ctx.api_version, self.peer, ctx.client_id,
+        )  # fmt: skip
+        if rule.action is FaultAction.CLOSE:
+            raise CloseConnection
+        if rule.action is FaultAction.DROP:
+            self._silent = True
+            self._queue.clear()
+            return None
+        if rule.action is FaultAction.DELAY:
+            response = await self._handle_normally(route, ctx, request)
+            await asyncio.sleep(rule.delay_ms / 1000)
+            return response
+        if request is None:  # an ApiVersions request above what we know: no body to answer
+            raise CloseConnection
+        refusal = error_response(route.api_key, ctx.api_version, request, rule.error_code)
+        if refusal is None:
+            raise CloseConnection
+        return self._dispatcher.encode(ctx, refusal)
+
+    async def _handle_normally(
+        self, route: Route, ctx: RequestContext, request: Any
+    ) -> bytes | None:
         try:
             result = route.handler(self._broker, ctx, request)
             if inspect.isawaitable(result):
@@ -152,6 +191,15 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         if self._transport is not None:
             self._transport.close()
+
+    async def closed(self) -> None:
+        """Close, and wait until no request of this connection is still being handled
+        (a long-poll fetch, a delayed answer): nothing of it runs after the broker stops."""
+        self.close()
+        worker = self._worker
+        if worker is not None and not worker.done():
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
 
 
 class KafkaServer:

@@ -847,6 +847,18 @@ class GroupCoordinator:
                 stored.pop(key, None)
         return ErrorCode.NONE, answers
 
+    def force_rebalance(self, group_id: str, now_ms: int) -> int:
+        """A rebalance on command (the control endpoint): members learn of it from their
+        next heartbeat (REBALANCE_IN_PROGRESS) and rejoin. GROUP_ID_NOT_FOUND for no
+        such group; an empty group, or one already rebalancing, is left as it is."""
+        self.advance(now_ms)
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group)
+        return ErrorCode.NONE
+
     def delete_group(self, group_id: str, now_ms: int) -> int:
         """DeleteGroups of one group: its error code. The group's metadata and offsets
         get tombstones; the group is gone."""

@@ -22,7 +22,7 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from millpond.broker.config import BrokerConfig, build_config
 from millpond.broker.node import Broker
@@ -69,8 +69,8 @@ def _new_broker(in_memory: bool, config: BrokerConfig) -> Broker:
 
 
 class _Handle:
-    """What both variants share: the running broker and helpers over it. ``_call`` runs
-    a function of the broker where its event loop owns the state."""
+    """What both variants offer over the running broker. Every helper goes through
+    ``_call``, which runs a function of the broker where its event loop owns the state."""
 
     def __init__(self, broker: Broker) -> None:
         #: The broker itself, for what the helpers do not cover.
@@ -83,6 +83,78 @@ class _Handle:
     def __repr__(self) -> str:
         return f"<embedded millpond broker at {self.bootstrap_servers}>"
 
+    def _call(self, fn: Callable[[Broker], T]) -> T:
+        raise NotImplementedError
+
+    @property
+    def control_url(self) -> str | None:
+        """The HTTP control endpoint's base URL (``millpond_control_port=0`` turns it on)."""
+        server = self.broker.control_server
+        return None if server is None else server.url
+
+    # -- topics ------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+    ) -> None:
+        """Create ``name``; raises TopicError if the broker refuses (it exists, a bad
+        config)."""
+        self._call(lambda b: create_topic(b, name, partitions, configs))
+
+    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
+        """What ``topic`` (or one partition) holds up to its high watermark."""
+        return self._call(lambda b: read_records(b, topic, partition))
+
+    # -- faults (millpond.broker.control.faults) ---------------------------------------
+
+    def _fault(self, api: str | int, action: str, **rule: Any) -> dict[str, Any]:
+        return self._call(lambda b: b.control.add_fault(api, action, **rule))
+
+    def fail(
+        self, api: str | int, error: str | int, *, count: int | None = 1, **match: Any
+    ) -> dict[str, Any]:
+        """Answer the next ``count`` ``api`` requests (matching ``topic``, ``partition``,
+        ``client_id`` if given) with Kafka ``error`` instead of handling them."""
+        return self._fault(api, "error", error=error, count=count, **match)
+
+    def delay(
+        self, api: str | int, delay_ms: int, *, count: int | None = 1, **match: Any
+    ) -> dict[str, Any]:
+        """Hold the answers of the next ``count`` ``api`` requests ``delay_ms`` longer."""
+        return self._fault(api, "delay", delay_ms=delay_ms, count=count, **match)
+
+    def drop(self, api: str | int, *, count: int | None = 1, **match: Any) -> dict[str, Any]:
+        """Never answer the next matching request; its connection goes silent."""
+        return self._fault(api, "drop", count=count, **match)
+
+    def close(self, api: str | int, *, count: int | None = 1, **match: Any) -> dict[str, Any]:
+        """Close the connection of the next matching request instead of answering."""
+        return self._fault(api, "close", count=count, **match)
+
+    def clear_faults(self) -> int:
+        return self._call(lambda b: b.control.faults.clear())
+
+    # -- clock, groups, state ----------------------------------------------------------
+
+    def advance_clock(self, ms: int) -> dict[str, Any]:
+        """Jump the broker's clock ``ms`` forwards: sessions, retention and producer and
+        offset expiry act on it at once."""
+        return self._call(lambda b: b.control.advance_clock(ms))
+
+    def freeze_clock(self) -> dict[str, Any]:
+        return self._call(lambda b: b.control.freeze_clock())
+
+    def resume_clock(self) -> dict[str, Any]:
+        return self._call(lambda b: b.control.resume_clock())
+
+    def rebalance(self, group_id: str) -> dict[str, Any]:
+        """Force ``group_id`` to rebalance (its members rejoin after their next heartbeat)."""
+        return self._call(lambda b: b.control.force_rebalance(group_id))
+
+    def state(self) -> dict[str, Any]:
+        """Groups, idempotent producers, fetch sessions, clock and fault rules."""
+        return self._call(lambda b: b.control.state())
+
 
 class EmbeddedBroker(_Handle):
     """A broker running on its own event loop in a background thread."""
@@ -90,6 +162,9 @@ class EmbeddedBroker(_Handle):
     def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(broker)
         self._loop = loop
+
+    def _call(self, fn: Callable[[Broker], T]) -> T:
+        return self.call(fn)
 
     def call(self, fn: Callable[[Broker], T], timeout: float = 30) -> T:
         """Run ``fn(broker)`` on the broker's event loop and return its result."""
@@ -99,29 +174,13 @@ class EmbeddedBroker(_Handle):
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
-    def create_topic(
-        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
-    ) -> None:
-        """Create ``name``; raises TopicError if the broker refuses (it exists, a bad
-        config)."""
-        self.call(lambda b: create_topic(b, name, partitions, configs))
-
-    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
-        """What ``topic`` (or one partition) holds up to its high watermark."""
-        return self.call(lambda b: read_records(b, topic, partition))
-
 
 class AsyncEmbeddedBroker(_Handle):
     """A broker on the caller's event loop; its helpers run inline, since that loop
     owns the broker."""
 
-    def create_topic(
-        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
-    ) -> None:
-        create_topic(self.broker, name, partitions, configs)
-
-    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
-        return read_records(self.broker, topic, partition)
+    def _call(self, fn: Callable[[Broker], T]) -> T:
+        return fn(self.broker)
 
 
 @contextmanager

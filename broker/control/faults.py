@@ -184,7 +184,8 @@ def request_partitions(
     ``None`` for a topic named without partitions (Metadata, CreateTopics)."""
     names = {f.name: f for f in message._FIELDS}
     topic = next((getattr(message, n) for n in _TOPIC_FIELDS if n in names), None)
-    if not isinstance(topic, str) and "topic_id" in names:
+    # From Produce v13 and Fetch v13 on, the name is empty and the topic id names it.
+    if not topic and "topic_id" in names:
         topic = topic_name(message.topic_id)  # type: ignore[attr-defined]
     if isinstance(topic, str) and topic:
         partitions = list(_partitions(message, names))

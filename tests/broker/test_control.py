@@ -98,6 +98,26 @@ def test_topic_partition_and_client_filters_pick_only_their_requests(
     assert _produce_error(victim, "u", 0, b"x") == ErrorCode.NONE
 
 
+def test_a_topic_filter_picks_requests_naming_the_topic_by_id(running: EmbeddedBroker) -> None:
+    """Produce v13 (Java kafka-clients 4.x) names topics by id only, its name left empty."""
+    topic = running.broker.image.topic("t")
+    assert topic is not None
+    running.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=None, topic="t", partition=1)
+    client = Client(running.port)
+
+    def produce_by_id(partition: int) -> int:
+        request = _produce("t", partition, b"x")
+        request.topic_data[0].name = ""
+        request.topic_data[0].topic_id = topic.topic_id
+        _, response = client.request(request, 13)
+        code: int = response.responses[0].partition_responses[0].error_code
+        return code
+
+    assert produce_by_id(0) == ErrorCode.NONE
+    assert produce_by_id(1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert [f["applied"] for f in running.state()["faults"]] == [1]
+
+
 def test_error_answers_keep_each_apis_shape(running: EmbeddedBroker) -> None:
     running.fail("ListOffsets", "UNKNOWN_LEADER_EPOCH")
     running.fail("FindCoordinator", "COORDINATOR_NOT_AVAILABLE")

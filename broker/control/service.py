@@ -116,7 +116,8 @@ class BrokerControl:
         return self._group(group_id)
 
     def _group(self, group_id: str) -> dict[str, Any]:
-        group = self._broker.groups.coordinator.groups[group_id]
+        coordinator = self._broker.groups.coordinator
+        group = coordinator.groups[group_id]
         return {
             "group_id": group.group_id,
             "state": group.state.value,
@@ -132,6 +133,7 @@ class BrokerControl:
                     "client_host": m.client_host,
                     "session_timeout_ms": m.session_timeout_ms,
                     "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                    "session_deadline_ms": coordinator.session_deadline(group_id, m.member_id),
                 }
                 for m in group.members.values()
             ],

@@ -847,6 +847,10 @@ class GroupCoordinator:
                 stored.pop(key, None)
         return ErrorCode.NONE, answers
 
+    def session_deadline(self, group_id: str, member_id: str) -> int | None:
+        """When the member's session ends unless it heartbeats (None: no session runs)."""
+        return self.timers.deadline(_session_key(group_id, member_id))
+
     def force_rebalance(self, group_id: str, now_ms: int) -> int:
         """A rebalance on command (the control endpoint): members learn of it from their
         next heartbeat (REBALANCE_IN_PROGRESS) and rejoin. GROUP_ID_NOT_FOUND for no

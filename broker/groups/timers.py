@@ -17,12 +17,12 @@ Action = Callable[[], None]
 class Timers:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, str]] = []
-        self._live: dict[str, tuple[int, Action]] = {}  # key -> (sequence, action)
+        self._live: dict[str, tuple[int, Action, int]] = {}  # key -> (sequence, action, deadline)
         self._sequence = itertools.count()
 
     def schedule(self, key: str, deadline_ms: int, action: Action) -> None:
         sequence = next(self._sequence)
-        self._live[key] = (sequence, action)
+        self._live[key] = (sequence, action, deadline_ms)
         heapq.heappush(self._heap, (deadline_ms, sequence, key))
 
     def cancel(self, key: str) -> None:
@@ -30,6 +30,10 @@ class Timers:
 
     def is_scheduled(self, key: str) -> bool:
         return key in self._live
+
+    def deadline(self, key: str) -> int | None:
+        live = self._live.get(key)
+        return None if live is None else live[2]
 
     def next_deadline(self) -> int | None:
         """The earliest pending deadline (stale heap entries are dropped on the way)."""
@@ -49,5 +53,5 @@ class Timers:
         if deadline is None or deadline > now_ms:
             return None
         _, _, key = heapq.heappop(self._heap)
-        _, action = self._live.pop(key)
+        _, action, _ = self._live.pop(key)
         return action

@@ -38,6 +38,7 @@ def main() -> int:
     parser.add_argument("--assignor")
     parser.add_argument("--instance-id")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--heartbeat-interval-ms", type=int, help="default: a quarter session")
     args = parser.parse_args()
     config: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
@@ -45,7 +46,8 @@ def main() -> int:
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "session.timeout.ms": args.session_timeout_ms,
-        "heartbeat.interval.ms": max(args.session_timeout_ms // 4, 100),
+        "heartbeat.interval.ms": args.heartbeat_interval_ms
+        or max(args.session_timeout_ms // 4, 100),
     }
     if args.assignor:
         config["partition.assignment.strategy"] = args.assignor

@@ -1,4 +1,5 @@
-"""The ``millpond`` command line: ``millpond serve`` runs a single-node broker.
+"""The ``millpond`` command line: ``millpond serve`` runs a single-node broker; the
+other commands (millpond.cli) talk the Kafka protocol to any broker, or read its files.
 
 Configuration is Kafka's: ``--config server.properties`` and repeated ``--override
 key=value``, as ``kafka-server-start`` takes them. SIGTERM and SIGINT stop the broker
@@ -17,7 +18,10 @@ from millpond import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="millpond", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="millpond",
+        description="A Kafka-compatible broker (serve), and tools for any Kafka cluster.",
+    )
     parser.add_argument("--version", action="version", version=f"millpond {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a single-node broker (broker and controller)")
@@ -37,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
     ping.add_argument("--timeout-ms", type=int, default=5000)
+    from millpond import cli
+
+    cli.register(commands)
     return parser
 
 
@@ -116,6 +123,10 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if hasattr(args, "run"):
+        from millpond import cli
+
+        return cli.run(args)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -1,0 +1,109 @@
+"""``millpond cluster info`` and ``millpond configs describe|alter`` (topics and brokers)."""
+
+from __future__ import annotations
+
+import argparse
+
+from millpond.cli import add_connection, connect
+from millpond.cli.errors import CliError
+from millpond.cli.output import blank_line, emit, emit_json, table
+from millpond.cli.topic import BROKER_RESOURCE, TOPIC_RESOURCE, alter_configs, describe_configs
+
+ENTITY_TYPES = {
+    "topic": TOPIC_RESOURCE,
+    "topics": TOPIC_RESOURCE,
+    "broker": BROKER_RESOURCE,
+    "brokers": BROKER_RESOURCE,
+}
+
+
+def _info(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        response = client.metadata(None)
+    brokers = [
+        {
+            "id": b.node_id,
+            "host": b.host,
+            "port": b.port,
+            "rack": b.rack,
+            "controller": b.node_id == response.controller_id,
+        }
+        for b in sorted(response.brokers, key=lambda b: b.node_id)
+    ]
+    summary = {
+        "cluster_id": response.cluster_id,
+        "controller_id": response.controller_id,
+        "brokers": len(brokers),
+        "topics": len([t for t in response.topics if not t.is_internal]),
+        "partitions": sum(len(t.partitions) for t in response.topics if not t.is_internal),
+    }
+    if args.format == "json":
+        emit_json({**summary, "brokers": brokers})
+        return 0
+    table([{"key": k, "value": v} for k, v in summary.items()], ["key", "value"])
+    blank_line()
+    table(brokers, ["id", "host", "port", "rack", "controller"])
+    return 0
+
+
+def _entity(args: argparse.Namespace) -> tuple[int, str]:
+    resource = ENTITY_TYPES[args.entity_type]
+    name = args.entity_name
+    if resource == BROKER_RESOURCE and not (name or "").isdigit():
+        raise CliError(
+            f"bad broker id {name!r}",
+            "pass --entity-name with a broker's node id (see `millpond cluster info`)",
+        )
+    if resource == TOPIC_RESOURCE and not name:
+        raise CliError("no topic given", "pass --entity-name TOPIC")
+    return resource, name
+
+
+def _describe(args: argparse.Namespace) -> int:
+    resource, name = _entity(args)
+    with connect(args) as client:
+        if resource == TOPIC_RESOURCE:
+            client.partitions(name)
+        configs = describe_configs(client, resource, name)
+    if not args.all:
+        configs = [c for c in configs if c["source"] != "DEFAULT_CONFIG"]
+    emit(args, configs, ["name", "value", "source", "read_only"])
+    return 0
+
+
+def _alter(args: argparse.Namespace) -> int:
+    resource, name = _entity(args)
+    with connect(args) as client:
+        if resource == TOPIC_RESOURCE:
+            client.partitions(name)
+        alter_configs(client, resource, name, args.set, args.delete)
+    emit(args, [{"entity": name, "status": "OK"}], ["entity", "status"])
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = commands.add_parser("cluster", help="the cluster's id, controller and brokers")
+    verbs = cluster.add_subparsers(dest="verb", required=True, metavar="VERB")
+    info = verbs.add_parser("info", help="cluster id, controller, brokers, topic counts")
+    info.set_defaults(run=_info)
+    add_connection(info)
+
+    configs = commands.add_parser("configs", help="describe and alter topic or broker configs")
+    verbs = configs.add_subparsers(dest="verb", required=True, metavar="VERB")
+    describe = verbs.add_parser("describe", help="the configs of a topic or broker")
+    describe.add_argument(
+        "--all",
+        action="store_true",
+        help="include configs at their defaults (default: only changed ones)",
+    )
+    describe.set_defaults(run=_describe)
+    alter = verbs.add_parser("alter", help="set configs, or delete them back to their defaults")
+    alter.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    alter.add_argument("--delete", action="append", default=[], metavar="KEY")
+    alter.set_defaults(run=_alter)
+    for parser in (describe, alter):
+        parser.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), required=True)
+        parser.add_argument(
+            "--entity-name", metavar="NAME", help="the topic's name, or the broker's node id"
+        )
+        add_connection(parser)

@@ -1,0 +1,259 @@
+"""``millpond produce``: one record per input line, from stdin or a file.
+
+Keyed records go to the partition Kafka's Java client and librdkafka's consistent_random
+choose (murmur2 of the key), so a key lands where other producers put it; records
+without a key go round-robin. Records are sent in batches of ``--batch-size``, one
+Produce request per leader, and the command ends with where every batch landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+from millpond.cli import add_connection, connect
+from millpond.cli.client import Client
+from millpond.cli.errors import CliError, kafka_error
+from millpond.cli.output import Progress, emit
+from millpond.wire.generated.api.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from millpond.wire.records import Compression, NewRecord, build_batch
+
+_M = 0x5BD1E995
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's default partitioner hash (32-bit murmur2, seed 0x9747b28c), as a signed int."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    end = length - length % 4
+    for i in range(0, end, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * _M) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * _M) & 0xFFFFFFFF
+        h = ((h * _M) & 0xFFFFFFFF) ^ k
+    tail = length % 4
+    if tail == 3:
+        h ^= data[end + 2] << 16
+    if tail >= 2:
+        h ^= data[end + 1] << 8
+    if tail >= 1:
+        h ^= data[end]
+        h = (h * _M) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * _M) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: bytes, count: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % count
+
+
+def parse_headers(pairs: list[str]) -> list[tuple[str, bytes | None]]:
+    headers: list[tuple[str, bytes | None]] = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"bad --header {pair!r}", "write it as --header KEY=VALUE")
+        headers.append((key, value.encode()))
+    return headers
+
+
+def records_of(
+    lines: Iterable[bytes], separator: bytes | None, headers: list[tuple[str, bytes | None]]
+) -> Iterator[NewRecord]:
+    for number, raw in enumerate(lines, 1):
+        line = raw.rstrip(b"\n").removesuffix(b"\r")
+        key = None
+        if separator is not None:
+            key, sep, line = line.partition(separator)
+            if not sep:
+                raise CliError(
+                    f"line {number} has no key separator {separator.decode()!r}",
+                    "give every line a key, or leave out --key-separator",
+                )
+        yield NewRecord(key=key, value=line, headers=headers)
+
+
+class Producer:
+    """Sends batches of records to their partitions' leaders and remembers what landed."""
+
+    def __init__(
+        self, client: Client, topic: str, acks: int, compression: Compression, timeout_ms: int
+    ) -> None:
+        self.client = client
+        self.topic = topic
+        self.acks = acks
+        self.compression = compression
+        self.timeout_ms = timeout_ms
+        self.leaders = client.partitions(topic)
+        self.landed: dict[int, list[int]] = {}  # partition -> [first offset, last, count]
+
+    def send(self, pending: dict[int, list[NewRecord]]) -> None:
+        by_leader: dict[int, dict[int, list[NewRecord]]] = {}
+        for partition, records in pending.items():
+            if records:
+                by_leader.setdefault(self.leaders[partition], {})[partition] = records
+        for leader, parts in by_leader.items():
+            self._send_to(leader, parts)
+
+    def _send_to(self, leader: int, parts: dict[int, list[NewRecord]]) -> None:
+        request = ProduceRequest(
+            acks=self.acks,
+            timeout_ms=self.timeout_ms,
+            transactional_id=None,
+            topic_data=[
+                TopicProduceData(
+                    name=self.topic,
+                    topic_id=self.client.topic_id(self.topic),
+                    partition_data=[
+                        PartitionProduceData(
+                            index=p, records=build_batch(recs, compression=self.compression)
+                        )
+                        for p, recs in sorted(parts.items())
+                    ],
+                )
+            ],
+        )
+        conn = self.client.node(leader)
+        if self.acks == 0:
+            conn.send_only(request)
+            for p, recs in parts.items():
+                self._landed(p, -1, len(recs))
+            return
+        response = conn.request(request)
+        for answer in response.responses:
+            for part in answer.partition_responses:
+                if part.error_code:
+                    raise kafka_error(
+                        part.error_code,
+                        f"producing to {self.topic}-{part.index}",
+                        part.error_message,
+                    )
+                self._landed(part.index, part.base_offset, len(parts[part.index]))
+
+    def _landed(self, partition: int, base_offset: int, count: int) -> None:
+        entry = self.landed.setdefault(partition, [base_offset, base_offset, 0])
+        entry[1] = base_offset + count - 1 if base_offset >= 0 else -1
+        entry[2] += count
+
+
+def _lines(args: argparse.Namespace) -> tuple[IO[bytes], int | None]:
+    if args.file in (None, "-"):
+        return sys.stdin.buffer, None
+    try:
+        return open(args.file, "rb"), os.path.getsize(args.file)  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror}", "check the path") from None
+
+
+def _produce(args: argparse.Namespace) -> int:
+    separator = args.key_separator.encode() if args.key_separator is not None else None
+    headers = parse_headers(args.header)
+    source, size = _lines(args)
+    progress = Progress(size, f"producing to {args.topic}", unit="bytes")
+    try:
+        with connect(args) as client:
+            producer = Producer(
+                client,
+                args.topic,
+                args.acks,
+                Compression[args.compression.upper()],
+                args.timeout_ms,
+            )
+            count = len(producer.leaders)
+            if args.partition is not None and args.partition not in producer.leaders:
+                raise CliError(
+                    f"topic {args.topic!r} has no partition {args.partition}",
+                    f"pass --partition between 0 and {count - 1}",
+                )
+            pending: dict[int, list[NewRecord]] = {}
+            buffered = 0
+            next_partition = 0
+            for record in records_of(source, separator, headers):
+                if args.partition is not None:
+                    partition = args.partition
+                elif record.key is not None:
+                    partition = partition_for(record.key, count)
+                else:
+                    partition, next_partition = next_partition, (next_partition + 1) % count
+                pending.setdefault(partition, []).append(record)
+                buffered += 1
+                progress.advance(len(record.value or b"") + len(record.key or b"") + 1)
+                if buffered >= args.batch_size:
+                    producer.send(pending)
+                    pending, buffered = {}, 0
+            producer.send(pending)
+    finally:
+        progress.close()
+        if source is not sys.stdin.buffer:
+            source.close()
+    rows = [
+        {"partition": p, "records": n, "first_offset": first, "last_offset": last}
+        for p, (first, last, n) in sorted(producer.landed.items())
+    ]
+    emit(
+        args,
+        rows,
+        ["partition", "records", "first_offset", "last_offset"],
+        data={"topic": args.topic, "partitions": rows},
+    )
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "produce",
+        help="produce one record per line of stdin or a file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("-f", "--file", metavar="FILE", help="read lines from FILE (default stdin)")
+    parser.add_argument(
+        "-k",
+        "--key-separator",
+        metavar="SEP",
+        help="split each line at the first SEP into key and value",
+    )
+    parser.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a header on every record (repeatable)",
+    )
+    parser.add_argument(
+        "-p",
+        "--partition",
+        type=int,
+        help="produce to this partition (default: by key, else round-robin)",
+    )
+    parser.add_argument(
+        "--acks",
+        type=int,
+        choices=[-1, 0, 1],
+        default=-1,
+        help="-1 (all in-sync replicas, the default), 1 (leader) or 0 (none)",
+    )
+    parser.add_argument(
+        "-z", "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="records per Produce request (default 1000)",
+    )
+    add_connection(parser)
+    parser.set_defaults(run=_produce)

@@ -1,0 +1,485 @@
+"""The ``millpond`` command line as a user runs it: the real executable against a broker,
+checked by its output (tables and JSON) and by its effects, seen through other means
+(raw protocol requests, a real client). Each scenario takes a bootstrap address, so the
+same checks run against millpond (tests/cli) and Apache Kafka 4.4 (compat_tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from millpond.wire import RequestHeader, decode_response, encode_request
+from millpond.wire.generated.api.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from millpond.wire.generated.api.metadata_request import MetadataRequest, MetadataRequestTopic
+from millpond.wire.generated.api.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+)
+
+MILLPOND = str(Path(sys.executable).parent / "millpond")
+
+
+def run(
+    *args: str, bootstrap: str | None = None, stdin: str | None = None, code: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``millpond ARGS [--bootstrap-server B]``; assert its exit code, no traceback."""
+    cmd = [MILLPOND, *args] + (["--bootstrap-server", bootstrap] if bootstrap else [])
+    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60)
+    assert result.returncode == code, (cmd, result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def run_json(*args: str, bootstrap: str, stdin: str | None = None) -> Any:
+    return json.loads(run(*args, "--format", "json", bootstrap=bootstrap, stdin=stdin).stdout)
+
+
+def table_rows(output: str) -> list[list[str]]:
+    return [line.split() for line in output.splitlines() if line.strip()]
+
+
+def name(prefix: str) -> str:
+    return f"cli-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def request(bootstrap: str, body: Any, version: int) -> Any:
+    """One raw request, independent of the CLI's own client."""
+    import socket
+    import struct
+
+    host, _, port = bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        header = RequestHeader(
+            request_api_key=body.API_KEY, request_api_version=version, correlation_id=1
+        )
+        frame = encode_request(header, body)
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sock.recv(1 << 20)
+            assert chunk, "closed by the broker"
+            data += chunk
+    return decode_response(data[4:], body.API_KEY, version)[1]
+
+
+def metadata_partitions(bootstrap: str, topic: str) -> int | None:
+    """The partition count Metadata shows for ``topic``, None if it does not exist."""
+    body = MetadataRequest(
+        topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
+    )
+    (found,) = request(bootstrap, body, 12).topics
+    return None if found.error_code else len(found.partitions)
+
+
+def topic_config(bootstrap: str, topic: str, key: str) -> tuple[str | None, int]:
+    """(value, config_source) of one topic config, by DescribeConfigs v4."""
+    body = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsResource(resource_type=2, resource_name=topic, configuration_keys=[key])
+        ]
+    )
+    (result,) = request(bootstrap, body, 4).results
+    assert result.error_code == 0, result
+    (config,) = result.configs
+    return config.value, config.config_source
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """A group's committed offsets by OffsetFetch v8 (to the only broker, the coordinator)."""
+    body = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=None)])
+    (answer,) = request(bootstrap, body, 8).groups
+    return {
+        (t.name, p.partition_index): p.committed_offset
+        for t in answer.topics
+        for p in t.partitions
+        if p.committed_offset >= 0
+    }
+
+
+def read_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+    """Every record of ``topic``, read by confluent-kafka (librdkafka)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": name("reader"), "enable.auto.commit": False}
+    )
+    try:
+        parts = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+            for p in range(partitions)
+        }
+        consumer.assign(parts)
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(got) < sum(ends.values()) and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got.append(msg)
+        return got
+    finally:
+        consumer.close()
+
+
+# --- scenarios -------------------------------------------------------------------------------
+
+
+def check_help() -> None:
+    top = run("--help").stdout
+    for command in ("topic", "produce", "consume", "group", "cluster", "configs", "serve"):
+        assert command in top
+    for verbs in (
+        ["topic", "create"], ["topic", "list"], ["topic", "describe"], ["topic", "alter-config"],
+        ["topic", "delete"], ["topic", "add-partitions"], ["produce"], ["consume"],
+        ["group", "list"], ["group", "describe"], ["group", "reset-offsets"], ["group", "delete"],
+        ["cluster", "info"], ["configs", "describe"], ["configs", "alter"],
+    ):  # fmt: skip
+        assert "--bootstrap-server" in run(*verbs, "--help").stdout, verbs
+    assert "simple consumer (generation -1" in run("consume", "--help").stdout
+
+
+def check_topic_commands(bootstrap: str) -> None:
+    a, b = name("a"), name("b")
+    out = run("topic", "create", a, b, "-p", "3", "-c", "retention.ms=3600000", bootstrap=bootstrap)
+    rows = table_rows(out.stdout)
+    assert rows[0] == ["TOPIC", "ID", "PARTITIONS", "STATUS"]
+    assert sorted((r[0], r[2], r[3]) for r in rows[1:]) == [(a, "3", "OK"), (b, "3", "OK")]
+    assert metadata_partitions(bootstrap, a) == 3
+    assert topic_config(bootstrap, a, "retention.ms") == ("3600000", 1)
+
+    again = run("topic", "create", a, bootstrap=bootstrap, code=1)
+    assert "TOPIC_ALREADY_EXISTS" in again.stdout
+
+    listed = {t["name"]: t for t in run_json("topic", "list", bootstrap=bootstrap)}
+    assert listed[a] == {"name": a, "partitions": 3, "replicas": 1, "internal": False}
+    assert "__consumer_offsets" not in listed or not listed["__consumer_offsets"]["internal"]
+    assert a in [r[0] for r in table_rows(run("topic", "list", bootstrap=bootstrap).stdout)]
+
+    described = run_json("topic", "describe", a, bootstrap=bootstrap)
+    assert described["partitions"] == 3 and len(described["id"]) == 36
+    assert [p["partition"] for p in described["partition_details"]] == [0, 1, 2]
+    assert all(
+        p["high_watermark"] == 0 and p["leader"] >= 0 for p in described["partition_details"]
+    )
+    configs = {c["name"]: c for c in described["configs"]}
+    assert configs["retention.ms"]["value"] == "3600000"
+    assert configs["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    text = run("topic", "describe", a, bootstrap=bootstrap).stdout
+    assert "retention.ms" in text and "HIGH-WATERMARK" in text
+
+    run(
+        "topic",
+        "alter-config",
+        a,
+        "--set",
+        "cleanup.policy=compact",
+        "--delete",
+        "retention.ms",
+        bootstrap=bootstrap,
+    )
+    assert topic_config(bootstrap, a, "cleanup.policy") == ("compact", 1)
+    assert topic_config(bootstrap, a, "retention.ms")[1] != 1  # back to a default
+
+    grown = run_json("topic", "add-partitions", a, "-n", "2", bootstrap=bootstrap)
+    assert grown == [{"topic": a, "partitions": 5, "was": 3}]
+    assert metadata_partitions(bootstrap, a) == 5
+    run("topic", "add-partitions", a, "--total", "6", bootstrap=bootstrap)
+    assert metadata_partitions(bootstrap, a) == 6
+
+    deleted = run_json("topic", "delete", b, bootstrap=bootstrap)
+    assert deleted == [{"topic": b, "status": "OK"}]
+    deadline = time.monotonic() + 10
+    while metadata_partitions(bootstrap, b) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert metadata_partitions(bootstrap, b) is None
+
+
+def check_produce(bootstrap: str, tmp: Path) -> None:
+    topic = name("produce")
+    run("topic", "create", topic, "-p", "4", bootstrap=bootstrap)
+    lines = "".join(f"key{i}:value {i}\n" for i in range(20))
+    out = run_json(
+        "produce",
+        topic,
+        "-k",
+        ":",
+        "-H",
+        "source=cli",
+        "-H",
+        "n=1",
+        bootstrap=bootstrap,
+        stdin=lines,
+    )
+    assert out["topic"] == topic and sum(p["records"] for p in out["partitions"]) == 20
+    path = tmp / "lines.txt"
+    path.write_text("plain one\nplain two\n")
+    table = run("produce", topic, "--file", str(path), "-p", "2", "-z", "gzip", bootstrap=bootstrap)
+    assert table_rows(table.stdout)[1][:2] == ["2", "2"]  # partition 2, 2 records
+
+    records = read_all(bootstrap, topic, 4)
+    keyed = {m.key(): m for m in records if m.key() is not None}
+    assert len(keyed) == 20
+    for i in range(20):
+        msg = keyed[f"key{i}".encode()]
+        assert msg.value() == f"value {i}".encode()
+        assert msg.headers() == [("source", b"cli"), ("n", b"1")]
+    # A key lands where Kafka's own clients put it (murmur2, as librdkafka's "murmur2_random").
+    from kafka.partitioner.default import murmur2
+
+    for key, msg in keyed.items():
+        assert msg.partition() == (murmur2(key) & 0x7FFFFFFF) % 4, key
+    plain = [m for m in records if m.key() is None]
+    assert [(m.partition(), m.value()) for m in plain] == [(2, b"plain one"), (2, b"plain two")]
+
+    bad = run("produce", topic, "-k", ":", bootstrap=bootstrap, stdin="no separator\n", code=1)
+    assert "line 1 has no key separator" in bad.stderr and "hint:" in bad.stderr
+
+
+def check_consume(bootstrap: str) -> None:
+    topic = name("consume")
+    run("topic", "create", topic, "-p", "2", bootstrap=bootstrap)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    base = 1_700_000_000_000
+    for i in range(6):
+        producer.produce(
+            topic,
+            value=f"v{i}",
+            key=f"k{i}",
+            partition=i % 2,
+            headers=[("h", f"x{i}".encode())],
+            timestamp=base + i * 1000,
+        )
+    assert producer.flush(30) == 0
+
+    everything = [
+        json.loads(line)
+        for line in run(
+            "consume", topic, "--format", "json", bootstrap=bootstrap
+        ).stdout.splitlines()
+    ]
+    assert sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in everything) == [
+        (i % 2, i // 2, f"k{i}", f"v{i}") for i in sorted(range(6), key=lambda i: (i % 2, i))
+    ]
+    assert all(r["headers"] == [{"key": "h", "value": "x" + r["value"][1:]}] for r in everything)
+    assert {r["timestamp"] for r in everything} == {base + i * 1000 for i in range(6)}
+
+    templated = run(
+        "consume",
+        topic,
+        "-p",
+        "1",
+        "-t",
+        "{partition}/{offset} {key}={value} {headers}",
+        bootstrap=bootstrap,
+    ).stdout
+    assert templated.splitlines() == ["1/0 k1=v1 h=x1", "1/1 k3=v3 h=x3", "1/2 k5=v5 h=x5"]
+    assert run("consume", topic, "-p", "0", "-o", "2", bootstrap=bootstrap).stdout == "v4\n"
+    assert run("consume", topic, "-p", "0", "-o", "end", bootstrap=bootstrap).stdout == ""
+    by_time = run("consume", topic, "-o", f"@{base + 3000}", "-t", "{value}", bootstrap=bootstrap)
+    assert sorted(by_time.stdout.split()) == ["v3", "v4", "v5"]
+    assert len(run("consume", topic, "-n", "4", bootstrap=bootstrap).stdout.split()) == 4
+    followed = run(
+        "consume",
+        topic,
+        "-p",
+        "1",
+        "-o",
+        "1",
+        "--follow",
+        "--idle-timeout-ms",
+        "300",
+        bootstrap=bootstrap,
+    )
+    assert followed.stdout.split() == ["v3", "v5"]
+
+    group = name("group")
+    first = run("consume", topic, "-g", group, "-n", "4", bootstrap=bootstrap).stdout.split()
+    assert len(first) == 4
+    offsets = committed(bootstrap, group)
+    assert sum(offsets.values()) == 4 and set(offsets) <= {(topic, 0), (topic, 1)}
+    rest = run("consume", topic, "-g", group, bootstrap=bootstrap).stdout.split()
+    assert sorted(first + rest) == [f"v{i}" for i in range(6)]
+    assert committed(bootstrap, group) == {(topic, 0): 3, (topic, 1): 3}
+    assert run("consume", topic, "-g", group, bootstrap=bootstrap).stdout == ""
+
+    bad = run("consume", topic, "-t", "{nope}", bootstrap=bootstrap, code=1)
+    assert "bad --template" in bad.stderr and "{value}" in bad.stderr
+
+
+def check_group_commands(bootstrap: str) -> None:
+    topic, group = name("gtopic"), name("group")
+    run("topic", "create", topic, "-p", "2", bootstrap=bootstrap)
+    run("produce", topic, bootstrap=bootstrap, stdin="".join(f"r{i}\n" for i in range(10)))
+    run("consume", topic, "-g", group, "-n", "4", bootstrap=bootstrap)
+    before = committed(bootstrap, group)
+    assert sum(before.values()) == 4
+
+    listed = run_json("group", "list", bootstrap=bootstrap)
+    assert {"group": group, "state": "Empty"}.items() <= next(
+        g for g in listed if g["group"] == group
+    ).items()
+    assert group in run("group", "list", bootstrap=bootstrap).stdout
+
+    described = run_json("group", "describe", group, bootstrap=bootstrap)
+    assert described["state"] == "Empty" and described["members"] == []
+    lags = {(o["topic"], o["partition"]): o for o in described["offsets"]}
+    assert set(lags) == {(topic, 0), (topic, 1)}
+    for (t, p), row in lags.items():
+        assert row["current_offset"] == before[(t, p)] and row["log_end_offset"] == 5
+        assert row["lag"] == 5 - before[(t, p)]
+    assert described["total_lag"] == 6
+    text = table_rows(run("group", "describe", group, bootstrap=bootstrap).stdout)
+    heading = next(i for i, row in enumerate(text) if row[0] == "TOPIC")
+    assert text[heading][:5] == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+    assert sorted(text[heading + 1 :]) == sorted(
+        [topic, str(p), str(before[(topic, p)]), "5", str(5 - before[(topic, p)]), "-", "-"]
+        for p in (0, 1)
+    )
+
+    dry = run(
+        "group", "reset-offsets", group, "--topic", topic, "--to-earliest", bootstrap=bootstrap
+    )
+    assert "dry run" in dry.stderr and committed(bootstrap, group) == before
+    reset = run_json(
+        "group",
+        "reset-offsets",
+        group,
+        "--topic",
+        f"{topic}:1",
+        "--to-offset",
+        "1",
+        "--execute",
+        bootstrap=bootstrap,
+    )
+    assert reset["offsets"] == [
+        {"topic": topic, "partition": 1, "old_offset": before[(topic, 1)], "new_offset": 1}
+    ]
+    assert committed(bootstrap, group) == {**before, (topic, 1): 1}
+    run(
+        "group",
+        "reset-offsets",
+        group,
+        "--all-topics",
+        "--to-latest",
+        "--execute",
+        bootstrap=bootstrap,
+    )
+    assert committed(bootstrap, group) == {(topic, 0): 5, (topic, 1): 5}
+    run(
+        "group",
+        "reset-offsets",
+        group,
+        "--all-topics",
+        "--shift-by",
+        "-2",
+        "--execute",
+        bootstrap=bootstrap,
+    )
+    assert committed(bootstrap, group) == {(topic, 0): 3, (topic, 1): 3}
+    run(
+        "group",
+        "reset-offsets",
+        group,
+        "--all-topics",
+        "--shift-by",
+        "-99",
+        "--execute",
+        bootstrap=bootstrap,
+    )
+    assert committed(bootstrap, group) == {(topic, 0): 0, (topic, 1): 0}  # kept within the log
+
+    missing = run("group", "describe", name("nope"), bootstrap=bootstrap, code=1)
+    assert "does not exist" in missing.stderr and "group list" in missing.stderr
+    assert run_json("group", "delete", group, bootstrap=bootstrap) == [
+        {"group": group, "status": "OK"}
+    ]
+    assert committed(bootstrap, group) == {}
+
+
+def check_cluster_and_configs(bootstrap: str) -> None:
+    info = run_json("cluster", "info", bootstrap=bootstrap)
+    (broker,) = info["brokers"]
+    assert broker["controller"] is True and broker["id"] == info["controller_id"]
+    assert isinstance(info["cluster_id"], str) and len(info["cluster_id"]) == 22
+    assert "CONTROLLER" in run("cluster", "info", bootstrap=bootstrap).stdout
+
+    topic = name("configs")
+    run("topic", "create", topic, bootstrap=bootstrap)
+    run(
+        "configs",
+        "alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+        "--set",
+        "retention.bytes=123456",
+        bootstrap=bootstrap,
+    )
+    assert topic_config(bootstrap, topic, "retention.bytes") == ("123456", 1)
+    shown = run_json(
+        "configs", "describe", "--entity-type", "topic", "--entity-name", topic, bootstrap=bootstrap
+    )
+    assert {
+        "name": "retention.bytes",
+        "value": "123456",
+        "source": "DYNAMIC_TOPIC_CONFIG",
+        "read_only": False,
+    } in shown
+    every = run_json(
+        "configs",
+        "describe",
+        "--entity-type",
+        "topic",
+        "--entity-name",
+        topic,
+        "--all",
+        bootstrap=bootstrap,
+    )
+    assert len(every) > len(shown) and "segment.bytes" in {c["name"] for c in every}
+    node = str(broker["id"])
+    brokers = run_json(
+        "configs",
+        "describe",
+        "--entity-type",
+        "broker",
+        "--entity-name",
+        node,
+        "--all",
+        bootstrap=bootstrap,
+    )
+    assert "log.dirs" in {c["name"] for c in brokers}
+    bad = run(
+        "configs",
+        "alter",
+        "--entity-type",
+        "topic",
+        "--entity-name",
+        topic,
+        "--set",
+        "no.such.config=1",
+        bootstrap=bootstrap,
+        code=1,
+    )
+    assert "INVALID_CONFIG" in bad.stderr and "hint:" in bad.stderr
+
+
+def check_errors(bootstrap: str, unreachable: str) -> None:
+    down = run("topic", "list", bootstrap=unreachable, code=1)
+    assert f"cannot reach a broker at {unreachable}" in down.stderr
+    assert "--bootstrap-server" in down.stderr
+    unknown = run("topic", "describe", name("missing"), bootstrap=bootstrap, code=1)
+    assert "does not exist" in unknown.stderr and "topic list" in unknown.stderr
+    for args in (["consume", name("missing")], ["produce", name("missing")]):
+        assert "does not exist" in run(*args, bootstrap=bootstrap, stdin="", code=1).stderr
+    assert "bad broker address" in run("topic", "list", bootstrap="nohost", code=1).stderr
+    usage = run("topic", "add-partitions", "x", code=2)  # argparse: a missing required option
+    assert "one of the arguments -n/--num --total is required" in usage.stderr

@@ -66,7 +66,7 @@ def _run(
 ) -> list[dict[str, Any]]:
     return run_driver(
         [
-            driver,
+            str(driver),
             command,
             "--bootstrap",
             broker.bootstrap,
@@ -122,7 +122,7 @@ def test_franz_consumer_through_fetch_errors(
 
 
 def test_franz_clock_over_http(driver: Path, broker: ControlledBroker) -> None:
-    events = run_driver([driver, "clock", "--control", broker.control_url])
+    events = run_driver([str(driver), "clock", "--control", broker.control_url])
     answers = {k: v for e in events for k, v in e.items() if k != "event"}
     assert answers["freeze"]["frozen"] is True, answers
     assert answers["advance"]["now_ms"] == answers["freeze"]["now_ms"] + 3_600_000, answers

@@ -29,6 +29,7 @@ from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
 from millpond.broker.emulation import RELEASES as EMULATED_RELEASES
 
 MIB = 1024 * 1024
+TRACE_FILE_KEY = "millpond.trace.file"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Kafka's default listener.security.protocol.map: each protocol names a listener.
 DEFAULT_SECURITY_PROTOCOL_MAP = (
@@ -213,6 +214,10 @@ _ROWS: list[ConfigDefinition] = [
            "millpond only: port of the HTTP control endpoint (fault injection, the clock, "
            "live state; its OpenAPI description at /openapi.json), always on 127.0.0.1. "
            "-1 turns it off; 0 takes a free port.", at_least(-1), used=True),
+    define(TRACE_FILE_KEY, STR, None, LOW,
+           "millpond only: append one JSON line per request to this file, with the decoded "
+           "request and response (`millpond trace FILE` reads it); as `millpond serve "
+           "--trace FILE`.", used=True),
 ]  # fmt: skip
 
 SERVER_CONFIGS: dict[str, ConfigDefinition] = table(_ROWS)

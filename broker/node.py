@@ -16,6 +16,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
+from millpond.broker.config_defs_server import TRACE_FILE_KEY
 from millpond.broker.control.clock import ControlledClock
 from millpond.broker.control.http import CONTROL_PORT_KEY, ControlServer
 from millpond.broker.control.service import BrokerControl
@@ -168,21 +169,30 @@ class Broker:
         """A broker as ``server.properties`` describes it (first listener, first log dir)."""
         listener = config.listeners[0]
         advertised = config.advertised_listeners[0]
-        return cls(
-            data_dir=config.log_dirs[0],
-            node_id=config.node_id,
-            host=listener.host,
-            port=listener.port,
-            advertised_host=advertised.resolved().host,
-            advertised_port=advertised.port or None,
-            max_request_bytes=config.socket_request_max_bytes,
-            idle_ms=config.connections_max_idle_ms,
-            num_partitions=config.num_partitions,
-            default_replication_factor=config.default_replication_factor,
-            auto_create_topics=config.auto_create_topics_enable,
-            config=config,
-            **kwargs,
-        )
+        trace_file = config.get(TRACE_FILE_KEY)
+        opened = None
+        if trace_file and kwargs.get("trace") is None:
+            opened = kwargs["trace"] = RequestTrace.open(str(trace_file))
+        try:
+            return cls(
+                data_dir=config.log_dirs[0],
+                node_id=config.node_id,
+                host=listener.host,
+                port=listener.port,
+                advertised_host=advertised.resolved().host,
+                advertised_port=advertised.port or None,
+                max_request_bytes=config.socket_request_max_bytes,
+                idle_ms=config.connections_max_idle_ms,
+                num_partitions=config.num_partitions,
+                default_replication_factor=config.default_replication_factor,
+                auto_create_topics=config.auto_create_topics_enable,
+                config=config,
+                **kwargs,
+            )
+        except BaseException:
+            if opened is not None:
+                opened.close()
+            raise
 
     def _cluster_id(self, data_dir: str) -> str:
         path = join(data_dir, "meta.properties")

@@ -27,7 +27,7 @@ from millpond.broker.context import RequestContext
 from millpond.broker.control.error_responses import error_response
 from millpond.broker.control.faults import FaultAction, FaultRule
 from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
-from millpond.wire import DecodeError
+from millpond.wire import DecodeError, Message
 from millpond.wire.framing import FrameReader, size_prefix
 
 if TYPE_CHECKING:
@@ -121,17 +121,19 @@ class KafkaConnection(asyncio.Protocol):
         route, request = self._dispatcher.parse(frame, ctx)
         trace = self._broker.trace
         if trace is None:
-            return await self._answer(route, ctx, request)
+            return self._encode(route, ctx, await self._answer(route, ctx, request))
         started = time.perf_counter_ns()
         outcome = trace_outcomes.CLOSED
+        response: Message | None = None
         try:
             response = await self._answer(route, ctx, request)
-            outcome = trace_outcomes.NO_RESPONSE if response is None else trace_outcomes.ANSWERED
-            return response
+            encoded = self._encode(route, ctx, response)
+            outcome = trace_outcomes.NO_RESPONSE if encoded is None else trace_outcomes.ANSWERED
+            return encoded
         finally:
-            trace.record(ctx, started, outcome)
+            trace.record(ctx, started, outcome, request, response)
 
-    async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> bytes | None:
+    async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> Message | None:
         control = self._broker.control
         if control.faults:
             rule = control.faults.take(route.api_key, ctx.client_id, request, control.topic_name)
@@ -141,7 +143,7 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _inject(
         self, rule: FaultRule, route: Route, ctx: RequestContext, request: Any
-    ) -> bytes | None:
+    ) -> Message | None:
         """Carry out a fault rule (:mod:`millpond.broker.control.faults`)."""
         log.info(
             "fault rule %d: %s on %s v%d from %s (client %r)",
@@ -162,30 +164,37 @@ class KafkaConnection(asyncio.Protocol):
         refusal = error_response(route.api_key, ctx.api_version, request, rule.error_code)
         if refusal is None:
             raise CloseConnection
-        return self._dispatcher.encode(ctx, refusal)
+        return refusal
 
     async def _handle_normally(
         self, route: Route, ctx: RequestContext, request: Any
-    ) -> bytes | None:
+    ) -> Message | None:
         try:
             result = route.handler(self._broker, ctx, request)
             if inspect.isawaitable(result):
                 result = await result
-            if result is None:
-                return None
-            return self._dispatcher.encode(ctx, result)
+            return result
         except CloseConnection:
             raise
-        except Exception:
-            log.exception(
-                "closing %s: %s v%d failed (correlation id %d, client %r)",
-                self.peer,
-                route.name,
-                ctx.api_version,
-                ctx.correlation_id,
-                ctx.client_id,
-            )
+        except Exception:  # noqa: BLE001 (a handler's bug: logged, its connection closed)
+            self._log_failure(route, ctx)
             raise CloseConnection from None
+
+    def _encode(self, route: Route, ctx: RequestContext, response: Message | None) -> bytes | None:
+        if response is None:
+            return None
+        try:
+            return self._dispatcher.encode(ctx, response)
+        except Exception:  # noqa: BLE001 (a handler's bug: logged, its connection closed)
+            self._log_failure(route, ctx)
+            raise CloseConnection from None
+
+    def _log_failure(self, route: Route, ctx: RequestContext) -> None:
+        """A handler's bug: one log line with its traceback; the connection closes."""
+        log.exception(
+            "closing %s: %s v%d failed (correlation id %d, client %r)",
+            self.peer, route.name, ctx.api_version, ctx.correlation_id, ctx.client_id,
+        )  # fmt: skip
 
     def close(self) -> None:
         self._closing = True

@@ -1,11 +1,15 @@
 """The protocol trace: one JSON line per request a connection handled, for people and
-tools that need to know what clients really send (``millpond serve --trace FILE``).
+tools that need to know what clients really send (``millpond serve --trace FILE``, or
+the ``millpond.trace.file`` config; ``millpond trace FILE`` reads it).
 
 A line names the connection and the client, the API (name, key and version), the
 correlation id, how long the broker took and how the request ended: ``answered``, ``no
 response`` (a Produce with acks=0) or ``closed`` (the broker closed the connection
-instead of answering). Requests too malformed to name an API are not traced; the server
-log says why it closed their connections.
+instead of answering). ``request`` and ``response`` hold the decoded messages as data,
+with record sets abbreviated to their batches' headers (offsets, counts, producer ids
+and sequences, codec, size: what the protocol lint reads) and other byte fields to their
+length. Requests too malformed to name an API are not traced; the server log says why
+it closed their connections.
 
 Lines are written as each request ends (line-buffered), so a trace read while the broker
 runs, or after it was killed, holds every request finished by then.
@@ -15,10 +19,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from millpond.broker.context import RequestContext
 from millpond.wire.api import APIS
+from millpond.wire.exceptions import DecodeError
+from millpond.wire.message import Struct, uuid_to_str
+from millpond.wire.records import iter_batches
 
 ANSWERED = "answered"
 NO_RESPONSE = "no response"
@@ -36,9 +43,16 @@ class RequestTrace:
         """Append to ``path`` (created if missing), one flushed line per request."""
         return cls(open(path, "a", buffering=1, encoding="utf-8"))  # noqa: SIM115 (owned)
 
-    def record(self, ctx: RequestContext, started_ns: int, outcome: str) -> None:
+    def record(
+        self,
+        ctx: RequestContext,
+        started_ns: int,
+        outcome: str,
+        request: Struct | None = None,
+        response: Struct | None = None,
+    ) -> None:
         """Trace one request that ``ctx`` describes, begun at ``started_ns``
-        (``time.perf_counter_ns``)."""
+        (``time.perf_counter_ns``), with its decoded body and response if any."""
         line = {
             "ts": time.time_ns() // 1_000_000,
             "connection": ctx.connection_id,
@@ -50,8 +64,60 @@ class RequestTrace:
             "correlation_id": ctx.correlation_id,
             "latency_us": (time.perf_counter_ns() - started_ns) // 1000,
             "outcome": outcome,
+            "request": None if request is None else message_data(request),
+            "response": None if response is None else message_data(response),
         }
         self._stream.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     def close(self) -> None:
         self._stream.close()
+
+
+def message_data(message: Struct) -> dict[str, Any]:
+    """A message as JSON-ready data: record sets as their batches' headers, other bytes
+    as their length, uuids in Kafka's text form."""
+    out: dict[str, Any] = {}
+    for f in message._FIELDS:
+        out[f.name] = _value(f.kind, f.element, getattr(message, f.name))
+    return out
+
+
+def _value(kind: str, element: str | None, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "struct":
+        return message_data(value)
+    if kind == "array":
+        return [_value(element or "", None, v) for v in value]
+    if kind == "uuid":
+        return uuid_to_str(value)
+    if kind == "records":
+        return records_summary(value)
+    if kind == "bytes":
+        return {"bytes": len(value)}
+    return value
+
+
+def records_summary(data: Any) -> dict[str, Any]:
+    """A record set's size and each batch's header; never the records themselves."""
+    raw = bytes(data)
+    batches: list[dict[str, Any]] = []
+    try:
+        for batch in iter_batches(raw, allow_truncated_tail=True):
+            batches.append(
+                {
+                    "base_offset": batch.base_offset,
+                    "records": batch.records_count,
+                    "magic": batch.magic,
+                    "compression": batch.compression.name.lower(),
+                    "producer_id": batch.producer_id,
+                    "producer_epoch": batch.producer_epoch,
+                    "base_sequence": batch.base_sequence,
+                    "transactional": batch.is_transactional,
+                    "control": batch.is_control,
+                    "bytes": batch.size_in_bytes,
+                }
+            )
+    except (DecodeError, ValueError) as exc:
+        return {"bytes": len(raw), "batches": batches, "error": str(exc)}
+    return {"bytes": len(raw), "batches": batches}

@@ -99,3 +99,41 @@ def test_serve_writes_the_trace_file(tmp_path: Path) -> None:
     assert [(x["api"], x["version"], x["client"]) for x in _lines(trace.read_text())] == [
         ("ApiVersions", 0, "cli-trace")
     ]
+
+
+def test_lines_carry_the_decoded_messages_with_records_abbreviated() -> None:
+    stream = _Kept()
+    with running_broker(trace=RequestTrace(stream)) as broker:
+        broker.controller.create_topics([CreatableTopic("t", 1)])
+        client = Client(broker.port, client_id="bodies")
+        records = [NewRecord(b"key", b"secret value", timestamp=int(time.time() * 1000))] * 3
+        data = [
+            TopicProduceData(
+                name="t",
+                partition_data=[PartitionProduceData(index=0, records=build_batch(records))],
+            )
+        ]
+        client.request(ProduceRequest(acks=1, timeout_ms=1000, topic_data=data), 9)
+    [line] = _lines(stream.kept)
+    partition = line["request"]["topic_data"][0]["partition_data"][0]
+    [batch] = partition["records"]["batches"]
+    assert (batch["base_offset"], batch["records"], batch["magic"]) == (0, 3, 2)
+    assert (batch["producer_id"], batch["base_sequence"], batch["compression"]) == (-1, -1, "none")
+    assert partition["records"]["bytes"] == batch["bytes"] > 0
+    assert "secret value" not in stream.kept  # payloads never reach the trace
+    answer = line["response"]["responses"][0]["partition_responses"][0]
+    assert (answer["index"], answer["error_code"], answer["base_offset"]) == (0, 0, 0)
+
+
+def test_the_trace_file_config_traces_like_the_flag(tmp_path: Path) -> None:
+    from millpond.testing import broker
+
+    trace = tmp_path / "by-config.jsonl"
+    with broker(millpond_trace_file=str(trace)) as running:
+        Client(running.port, client_id="by-config").request(ApiVersionsRequest(), 2)
+    [line] = _lines(trace.read_text())
+    assert (line["api"], line["client"], line["response"]["error_code"]) == (
+        "ApiVersions",
+        "by-config",
+        0,
+    )

@@ -1,12 +1,17 @@
 """Every ``millpond`` command, run as the real executable against both session brokers: the
 reference Apache Kafka 4.4 and ``millpond serve`` (tests/cli/scenarios.py has the checks).
-The CLI speaks only the Kafka protocol, so it must serve Kafka's own broker as well."""
+The CLI speaks only the Kafka protocol, so it must serve Kafka's own broker as well; and
+``dump-log`` must print the segments of both exactly as Kafka's kafka-dump-log does."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
-from compat_tests.kafka.reference import free_port
+import pytest
+
+from compat_tests.harness import millpond_server
+from compat_tests.kafka.reference import RunningBroker, dump_log_segments, free_port
 from tests.cli import scenarios
 
 
@@ -32,3 +37,32 @@ def test_cluster_info_and_configs(broker_bootstrap: str) -> None:
 
 def test_errors_are_messages_with_hints(broker_bootstrap: str) -> None:
     scenarios.check_errors(broker_bootstrap, f"127.0.0.1:{free_port()}")
+
+
+@pytest.fixture(scope="module")
+def millpond_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A ``millpond serve`` of this module's own, for its data directory."""
+    work = tmp_path_factory.mktemp("cli-millpond")
+    with millpond_server(work) as bootstrap:
+        yield bootstrap, work / "data"
+
+
+def _same_as_kafkas_tool(partition_dir: Path) -> None:
+    segment = str(partition_dir / "00000000000000000000.log")
+    ours = scenarios.run("dump-log", "--files", segment, "--print-data-log").stdout
+    assert ours == dump_log_segments([segment], "--print-data-log")
+
+
+def test_dump_log_of_millpond_data_reads_as_kafkas_tool_does(
+    millpond_data: tuple[str, Path],
+) -> None:
+    bootstrap, data = millpond_data
+    topic = scenarios.produce_for_dump(bootstrap)
+    scenarios.check_dump_log(data / f"{topic}-0")
+    _same_as_kafkas_tool(data / f"{topic}-0")
+
+
+def test_dump_log_of_kafka_data_reads_as_kafkas_tool_does(reference_kafka: RunningBroker) -> None:
+    topic = scenarios.produce_for_dump(reference_kafka.bootstrap)
+    scenarios.check_dump_log(reference_kafka.partition_dir(topic, 0))
+    _same_as_kafkas_tool(reference_kafka.partition_dir(topic, 0))

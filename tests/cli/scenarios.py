@@ -134,7 +134,8 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
 
 def check_help() -> None:
     top = run("--help").stdout
-    for command in ("topic", "produce", "consume", "group", "cluster", "configs", "serve"):
+    commands = ("topic", "produce", "consume", "group", "cluster", "configs", "dump-log", "serve")
+    for command in commands:
         assert command in top
     for verbs in (
         ["topic", "create"], ["topic", "list"], ["topic", "describe"], ["topic", "alter-config"],
@@ -143,6 +144,7 @@ def check_help() -> None:
         ["cluster", "info"], ["configs", "describe"], ["configs", "alter"],
     ):  # fmt: skip
         assert "--bootstrap-server" in run(*verbs, "--help").stdout, verbs
+    assert "--print-data-log" in run("dump-log", "--help").stdout
     assert "simple consumer (generation -1" in run("consume", "--help").stdout
 
 
@@ -483,3 +485,43 @@ def check_errors(bootstrap: str, unreachable: str) -> None:
     assert "bad broker address" in run("topic", "list", bootstrap="nohost", code=1).stderr
     usage = run("topic", "add-partitions", "x", code=2)  # argparse: a missing required option
     assert "one of the arguments -n/--num --total is required" in usage.stderr
+
+
+def produce_for_dump(bootstrap: str) -> str:
+    """A one-partition topic holding a keyed batch with headers and a gzip batch."""
+    topic = name("dump")
+    run("topic", "create", topic, "-p", "1", bootstrap=bootstrap)
+    run("produce", topic, "-k", ":", "-H", "a=1", "-H", "b=2", bootstrap=bootstrap,
+        stdin="k1:v1\nk2:v2\n")  # fmt: skip
+    run("produce", topic, "-z", "gzip", bootstrap=bootstrap, stdin="x\ny\n")
+    return topic
+
+
+def check_dump_log(partition_dir: Path) -> None:
+    """``dump-log`` of a partition holding :func:`produce_for_dump`'s records."""
+    segment = partition_dir / "00000000000000000000.log"
+    lines = run("dump-log", "--files", str(segment), "--print-data-log").stdout.splitlines()
+    assert lines[:2] == [f"Dumping {segment}", "Log starting offset: 0"]
+    batches = [line for line in lines if line.startswith("baseOffset:")]
+    assert [b.split()[:6] for b in batches] == [
+        ["baseOffset:", "0", "lastOffset:", "1", "count:", "2"],
+        ["baseOffset:", "2", "lastOffset:", "3", "count:", "2"],
+    ]
+    assert "compresscodec: none" in batches[0] and "compresscodec: gzip" in batches[1]
+    assert all(b.endswith("isvalid: true") for b in batches)
+    records = [line.split("headerKeys: ")[1] for line in lines if line.startswith("| offset:")]
+    assert records == [
+        "[a,b] key: k1 payload: v1", "[a,b] key: k2 payload: v2", "[] payload: x", "[] payload: y"
+    ]  # fmt: skip
+
+    dumped = json.loads(run("dump-log", "--files", str(partition_dir), "--format", "json").stdout)
+    assert [d["file"] for d in dumped] == [str(segment)]
+    assert [(b["baseOffset"], b["count"]) for b in dumped[0]["batches"]] == [(0, 2), (2, 2)]
+    assert "records" not in dumped[0]["batches"][0]
+    whole = run("dump-log", "--files", str(partition_dir.parent)).stdout
+    assert f"Dumping {segment}\n" in whole
+    index = run("dump-log", "--files", str(segment.with_suffix(".index"))).stdout
+    assert index.startswith(f"Dumping {segment.with_suffix('.index')}\n")
+
+    missing = run("dump-log", "--files", str(partition_dir / "nope.log"), code=1)
+    assert "no such file or directory" in missing.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from millpond.broker.node import Broker
 from tests.broker.harness import running_broker
 from tests.broker.test_serve import _free_port
 
@@ -15,10 +16,15 @@ from . import scenarios
 
 
 @pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
+def broker() -> Iterator[Broker]:
     with running_broker() as broker:
-        host, port = broker.advertised
-        yield f"{host}:{port}"
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def bootstrap(broker: Broker) -> str:
+    host, port = broker.advertised
+    return f"{host}:{port}"
 
 
 def test_help_everywhere() -> None:
@@ -47,3 +53,8 @@ def test_cluster_info_and_configs(bootstrap: str) -> None:
 
 def test_errors_are_messages_with_hints(bootstrap: str) -> None:
     scenarios.check_errors(bootstrap, f"127.0.0.1:{_free_port()}")
+
+
+def test_dump_log(broker: Broker, bootstrap: str) -> None:
+    topic = scenarios.produce_for_dump(bootstrap)
+    scenarios.check_dump_log(Path(broker.data_dir) / f"{topic}-0")

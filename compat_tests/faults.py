@@ -38,11 +38,12 @@ class ControlledBroker:
 
 
 @contextmanager
-def controlled_broker(work_dir: Path) -> Iterator[ControlledBroker]:
+def controlled_broker(work_dir: Path, *overrides: str) -> Iterator[ControlledBroker]:
     """``millpond serve`` with ``millpond.control.port`` on a free port picked here (the
-    endpoint is up before the broker says it is listening)."""
+    endpoint is up before the broker says it is listening); ``overrides`` as
+    :func:`millpond_server` takes them."""
     port = free_port()
-    with millpond_server(work_dir, f"millpond.control.port={port}") as bootstrap:
+    with millpond_server(work_dir, f"millpond.control.port={port}", *overrides) as bootstrap:
         yield ControlledBroker(bootstrap, f"http://127.0.0.1:{port}", work_dir / "millpond.log")
 
 

@@ -222,6 +222,21 @@ class ProducerStateManager:
         self.update_map_end_offset(result.last_offset + 1)
         return completed
 
+    def fence(self, producer_id: int) -> int | None:
+        """Bump a producer's epoch as if a newer instance had taken its id (the control
+        endpoint's "fence a producer"): its next batch at the old epoch is refused with
+        INVALID_PRODUCER_EPOCH. Held in memory only: a restart replays the log's epochs.
+        The new epoch, or None for a producer this partition does not know."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return None
+        epoch = entry.producer_epoch + 1
+        self._producers[producer_id] = ProducerStateEntry(
+            producer_id, epoch, entry.coordinator_epoch, entry.last_timestamp
+        )
+        self._version += 1
+        return epoch
+
     def replay_batch(self, batch: RecordBatch) -> CompletedTxn | None:
         """Apply a batch already in the log, unchecked: the log load's replay after a
         snapshot, and a follower's appends. Batches must come in offset order. Only a

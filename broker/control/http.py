@@ -193,6 +193,8 @@ class _Handler(BaseHTTPRequestHandler):
             routes[key] = {"DELETE": lambda: self._remove_fault(parts[2])}
         if len(parts) == 4 and parts[:2] == ["v1", "groups"] and parts[3] == "rebalance":
             routes[key] = {"POST": lambda: self._rebalance(parts[2])}
+        if len(parts) == 4 and parts[:2] == ["v1", "producers"] and parts[3] == "fence":
+            routes[key] = {"POST": lambda: self._fence(parts[2])}
         methods = routes.get(key)
         if methods is None:
             raise _BadRequest(HTTPStatus.NOT_FOUND, f"no such path {path!r}; see /openapi.json")
@@ -230,6 +232,18 @@ class _Handler(BaseHTTPRequestHandler):
         group_id = unquote(quoted)
         try:
             return self._run(lambda: self.server.control.force_rebalance(group_id))
+        except ControlError as exc:
+            raise _BadRequest(HTTPStatus.NOT_FOUND, str(exc)) from None
+
+    def _fence(self, raw_id: str) -> Any:
+        try:
+            producer_id = int(raw_id)
+        except ValueError:
+            raise _BadRequest(
+                HTTPStatus.BAD_REQUEST, f"a producer id is an integer, not {raw_id!r}"
+            ) from None
+        try:
+            return self._run(lambda: self.server.control.fence_producer(producer_id))
         except ControlError as exc:
             raise _BadRequest(HTTPStatus.NOT_FOUND, str(exc)) from None
 

@@ -277,6 +277,35 @@ def openapi() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/producers/{producer_id}/fence": {
+                "post": {
+                    "summary": "Fence an idempotent producer: its epoch is bumped on every "
+                    "partition it wrote to, so its next batch is refused with "
+                    "INVALID_PRODUCER_EPOCH (held in memory until the broker restarts).",
+                    "parameters": [
+                        {
+                            "name": "producer_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer", "format": "int64"},
+                        }
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["producer_id", "partitions"],
+                                "properties": {
+                                    "producer_id": {"type": "integer"},
+                                    "partitions": {"type": "array", "items": {"type": "object"}},
+                                },
+                            },
+                            "Where it was fenced, and its new epoch there.",
+                        ),
+                        **_errors(400, 404),
+                    },
+                }
+            },
             "/v1/state": {
                 "get": {
                     "summary": "Live state: groups, idempotent producers per partition, fetch "

@@ -139,6 +139,23 @@ class BrokerControl:
             ],
         }
 
+    # -- producers ---------------------------------------------------------------------
+
+    def fence_producer(self, producer_id: int) -> dict[str, Any]:
+        """Bump the epoch of ``producer_id`` on every partition it wrote to, so its next
+        batch at the old epoch is refused (INVALID_PRODUCER_EPOCH), as if a newer
+        instance had taken its id."""
+        fenced = [
+            {"topic": topic, "partition": partition, "producer_epoch": epoch}
+            for topic, partition, manager in self._broker.replicas.producer_states()
+            if (epoch := manager.fence(producer_id)) is not None
+        ]
+        if not fenced:
+            raise ControlError(
+                f"no partition knows producer id {producer_id}; GET /v1/state lists producers"
+            )
+        return {"producer_id": producer_id, "partitions": fenced}
+
     # -- state -------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:

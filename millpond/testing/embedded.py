@@ -151,6 +151,11 @@ class _Handle:
         """Force ``group_id`` to rebalance (its members rejoin after their next heartbeat)."""
         return self._call(lambda b: b.control.force_rebalance(group_id))
 
+    def fence_producer(self, producer_id: int) -> dict[str, Any]:
+        """Bump ``producer_id``'s epoch wherever it wrote: its next batch is refused
+        with INVALID_PRODUCER_EPOCH, as if a newer instance had taken its id."""
+        return self._call(lambda b: b.control.fence_producer(producer_id))
+
     def state(self) -> dict[str, Any]:
         """Groups, idempotent producers, fetch sessions, clock and fault rules."""
         return self._call(lambda b: b.control.state())

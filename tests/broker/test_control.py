@@ -329,3 +329,31 @@ def test_schemathesis_finds_no_server_error_and_no_departure_from_the_descriptio
     running.clear_faults()
     _, versions = Client(running.port).request(ApiVersionsRequest(), 2)
     assert versions.error_code == ErrorCode.NONE
+
+
+def test_a_fenced_producer_has_its_next_batch_refused_and_librdkafka_recovers(
+    running: EmbeddedBroker,
+) -> None:
+    producer = Producer(
+        {"bootstrap.servers": running.bootstrap_servers, "enable.idempotence": True}
+    )
+    failures: list[Any] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            failures.append(error.code())
+
+    for value in (b"before", b"fenced", b"after"):
+        producer.produce("u", value, on_delivery=delivered)
+        assert producer.flush(10) == 0
+        if value == b"before":
+            [state] = running.state()["producers"]
+            fenced = running.fence_producer(state["producer_id"])
+            assert fenced["partitions"] == [{"topic": "u", "partition": 0, "producer_epoch": 1}]
+    from confluent_kafka import KafkaError
+
+    assert failures == [KafkaError.INVALID_PRODUCER_EPOCH]
+    # librdkafka bumps its epoch (KIP-360) and goes on; the fenced batch is not stored.
+    assert [r.value for r in running.records("u")] == [b"before", b"after"]
+    status, answer = _http(f"{running.control_url}/v1/producers/424242/fence", "POST")
+    assert status == 404 and "no partition knows producer id 424242" in answer["error"]

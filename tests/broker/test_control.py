@@ -357,3 +357,20 @@ def test_a_fenced_producer_has_its_next_batch_refused_and_librdkafka_recovers(
     assert [r.value for r in running.records("u")] == [b"before", b"after"]
     status, answer = _http(f"{running.control_url}/v1/producers/424242/fence", "POST")
     assert status == 404 and "no partition knows producer id 424242" in answer["error"]
+
+
+def test_advancing_the_clock_past_retention_deletes_the_expired_records_at_once(
+    running: EmbeddedBroker,
+) -> None:
+    running.create_topic("r", configs={"retention.ms": "3600000"})
+    producer = Producer({"bootstrap.servers": running.bootstrap_servers})
+    for value in (b"a", b"b", b"c"):
+        producer.produce("r", value)
+    assert producer.flush(10) == 0
+    running.advance_clock(1_800_000)  # half the retention: all kept
+    assert [r.value for r in running.records("r")] == [b"a", b"b", b"c"]
+    running.advance_clock(1_900_000)  # past it: gone now, not at the next check
+    assert running.records("r") == []
+    producer.produce("r", b"d")
+    assert producer.flush(10) == 0
+    assert [(r.offset, r.value) for r in running.records("r")] == [(3, b"d")]

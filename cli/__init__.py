@@ -42,9 +42,9 @@ def connect(args: argparse.Namespace) -> Client:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from millpond.cli import cluster, consume, dump_log, group, produce, topic, trace
+    from millpond.cli import bench, cluster, consume, dump_log, group, produce, topic, trace
 
-    for module in (topic, produce, consume, group, cluster, dump_log, trace):
+    for module in (topic, produce, consume, group, cluster, dump_log, bench, trace):
         module.register(commands)
 
 

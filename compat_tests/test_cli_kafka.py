@@ -66,3 +66,7 @@ def test_dump_log_of_kafka_data_reads_as_kafkas_tool_does(reference_kafka: Runni
     topic = scenarios.produce_for_dump(reference_kafka.bootstrap)
     scenarios.check_dump_log(reference_kafka.partition_dir(topic, 0))
     _same_as_kafkas_tool(reference_kafka.partition_dir(topic, 0))
+
+
+def test_bench(broker_bootstrap: str) -> None:
+    scenarios.check_bench(broker_bootstrap)

@@ -134,7 +134,7 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
 
 def check_help() -> None:
     top = run("--help").stdout
-    commands = ("topic", "produce", "consume", "group", "cluster", "configs", "dump-log", "serve")
+    commands = ("topic", "produce", "consume", "group", "cluster", "configs", "dump-log", "bench")
     for command in commands:
         assert command in top
     for verbs in (
@@ -145,6 +145,8 @@ def check_help() -> None:
     ):  # fmt: skip
         assert "--bootstrap-server" in run(*verbs, "--help").stdout, verbs
     assert "--print-data-log" in run("dump-log", "--help").stdout
+    for verb in ("produce", "consume"):
+        assert "--bootstrap-server" in run("bench", verb, "--help").stdout
     assert "simple consumer (generation -1" in run("consume", "--help").stdout
 
 
@@ -525,3 +527,47 @@ def check_dump_log(partition_dir: Path) -> None:
 
     missing = run("dump-log", "--files", str(partition_dir / "nope.log"), code=1)
     assert "no such file or directory" in missing.stderr
+
+
+def end_offsets_sum(bootstrap: str, topic: str, partitions: int) -> int:
+    """The sum of the partitions' log end offsets, by ListOffsets v7 (latest)."""
+    from millpond.wire.generated.api.list_offsets_request import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
+
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsTopic(
+                name=topic,
+                partitions=[
+                    ListOffsetsPartition(partition_index=p, timestamp=-1) for p in range(partitions)
+                ],
+            )
+        ],
+    )
+    (answer,) = request(bootstrap, body, 7).topics
+    return sum(p.offset for p in answer.partitions)
+
+
+def check_bench(bootstrap: str) -> None:
+    topic = name("bench")
+    run("topic", "create", topic, "-p", "2", bootstrap=bootstrap)
+    produced = run_json("bench", "produce", topic, "-n", "3000", "-s", "64", "-b", "200",
+                        bootstrap=bootstrap)  # fmt: skip
+    assert produced["records"] == 3000 and produced["bytes"] == 3000 * 64
+    assert produced["requests"] == 15
+    assert sum(b["count"] for b in produced["histogram"]) == 15
+    lat = produced["latency_ms"]
+    assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
+    assert end_offsets_sum(bootstrap, topic, 2) == 3000
+
+    consumed = run_json("bench", "consume", topic, bootstrap=bootstrap)
+    assert consumed["records"] == 3000 and consumed["requests"] >= 1
+    assert consumed["bytes"] > 3000 * 64
+    text = run("bench", "produce", topic, "-n", "500", "-z", "zstd", bootstrap=bootstrap)
+    assert text.stdout.startswith("500 records") and "LE-MS" in text.stdout
+    assert text.stderr == ""  # no progress bar when stderr is not a terminal
+    assert end_offsets_sum(bootstrap, topic, 2) == 3500

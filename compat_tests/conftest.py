@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from compat_tests.faults import ControlledBroker, clear_faults, controlled_broker
 from compat_tests.groups import BROKER_CONFIGS as GROUP_BROKER_CONFIGS
 from compat_tests.harness import millpond_server
 from compat_tests.kafka.reference import KafkaNotInstalledError, RunningBroker, start_broker
@@ -126,3 +127,22 @@ def broker_bootstrap(request: pytest.FixtureRequest) -> str:
         return bootstrap
     broker: RunningBroker = request.getfixturevalue("reference_kafka")
     return broker.bootstrap
+
+
+@pytest.fixture(scope="module")
+def _module_controlled_millpond(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ControlledBroker]:
+    overrides = [f"{k}={v}" for k, v in GROUP_BROKER_CONFIGS.items()]
+    with controlled_broker(tmp_path_factory.mktemp("controlled-millpond"), *overrides) as broker:
+        yield broker
+
+
+@pytest.fixture
+def controlled_millpond(
+    _module_controlled_millpond: ControlledBroker,
+) -> Iterator[ControlledBroker]:
+    """A ``millpond serve`` with its control endpoint on (the fault tests), one per test
+    module; the fault rules a test leaves are cleared after it."""
+    yield _module_controlled_millpond
+    clear_faults(_module_controlled_millpond)

@@ -28,6 +28,16 @@ from millpond.wire.generated.api.fetch_request import FetchPartition, FetchReque
 from millpond.wire.records import iter_batches
 
 HTTP_TIMEOUT = 30.0
+#: The error rules every producer test goes through, by test id (on Produce, for its topic).
+ERROR_RULES: dict[str, dict[str, Any]] = {
+    "not-leader": {"action": "error", "error": "NOT_LEADER_OR_FOLLOWER", "count": 3},
+    "request-timed-out": {"action": "error", "error": "REQUEST_TIMED_OUT", "count": 3},
+}
+
+
+def delay_past(timeout_ms: int) -> dict[str, Any]:
+    """A delay rule holding one answer well past a client's ``timeout_ms``."""
+    return {"action": "delay", "delay_ms": timeout_ms + 1500, "count": 1}
 
 
 @dataclass(frozen=True)
@@ -141,3 +151,47 @@ def check_producer_state(broker: ControlledBroker, topic: str, partitions: int, 
 
 def clear_faults(broker: ControlledBroker) -> None:
     control(broker.control_url, "DELETE", "/v1/faults")
+
+
+def driver_options(
+    broker: ControlledBroker, topic: str, partitions: int, count: int, rule: dict[str, Any]
+) -> list[str]:
+    """The options of a driver's ``produce`` or ``consume``: one rule, for ``topic``."""
+    return [
+        "--bootstrap", broker.bootstrap, "--control", broker.control_url, "--topic", topic,
+        "--partitions", str(partitions), "--count", str(count),
+        "--rule", json.dumps({"topic": topic, **rule}),
+    ]  # fmt: skip
+
+
+def check_used_up(broker: ControlledBroker, events: Sequence[dict[str, Any]], topic: str) -> None:
+    """The driver installed one rule for ``topic``, saw it gone from GET /v1/faults at its
+    end, and it acted on exactly ``count`` requests."""
+    rules = installed_rules(events)
+    assert len(rules) == 1 and rules[0]["topic"] == topic, rules
+    (after,) = [e for e in events if e["event"] == "faults-after"]
+    assert rules[0]["id"] not in [r["id"] for r in after["rules"]], after
+    check_rules_fired(broker, rules)
+
+
+def check_produced_once(
+    broker: ControlledBroker,
+    events: Sequence[dict[str, Any]],
+    topic: str,
+    partitions: int,
+    count: int,
+) -> None:
+    """A driver's ``produce`` through its rule: the rule fired, every record is stored
+    once and in order, and one idempotent producer wrote them."""
+    check_used_up(broker, events, topic)
+    check_exactly_once(broker.bootstrap, topic, partitions, count)
+    check_producer_state(broker, topic, partitions, count)
+
+
+def check_clock(events: Sequence[dict[str, Any]]) -> None:
+    """A driver's ``clock``: frozen, then an hour later exactly, then running again."""
+    answers = {k: v for e in events for k, v in e.items() if k != "event"}
+    assert answers["freeze"]["frozen"] is True, answers
+    assert answers["advance"]["now_ms"] == answers["freeze"]["now_ms"] + 3_600_000, answers
+    assert answers["advance"]["offset_ms"] >= 3_600_000, answers
+    assert answers["resume"]["frozen"] is False, answers

@@ -87,9 +87,10 @@ def compiled_driver(classpath: str, source: Path = SOURCE) -> Path:
     return target
 
 
-def _driver_command(bootstrap: str, runs: list[list[str]]) -> list[str]:
-    """The java command running ClientDriver with ``runs`` (each a scenario and its options,
-    without ``--bootstrap``) chained by ``--`` in one JVM."""
+def java_program(source: Path = SOURCE) -> list[str]:
+    """The java command line running the main class of ``source`` (compiled and cached by
+    :func:`compiled_driver`) with Kafka 4.4's jars and the tools' JVM options, up to its
+    arguments. Missing jars fail the test with the command that fetches them."""
     missing = ""
     try:
         classpath = kafka_classpath()
@@ -97,19 +98,24 @@ def _driver_command(bootstrap: str, runs: list[list[str]]) -> list[str]:
         missing = str(exc)
     if missing:
         pytest.fail(missing, pytrace=False)
-    classes = compiled_driver(classpath)
-    chained: list[str] = []
-    for run in runs:
-        chained += [*(["--"] if chained else []), *run, "--bootstrap", bootstrap]
+    classes = compiled_driver(classpath, source)
     return [
         "java",
         *TOOL_JVM,
         f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
         "-cp",
         f"{classes}{os.pathsep}{classpath}",
-        "ClientDriver",
-        *chained,
+        source.stem,
     ]
+
+
+def _driver_command(bootstrap: str, runs: list[list[str]]) -> list[str]:
+    """The java command running ClientDriver with ``runs`` (each a scenario and its options,
+    without ``--bootstrap``) chained by ``--`` in one JVM."""
+    chained: list[str] = []
+    for run in runs:
+        chained += [*(["--"] if chained else []), *run, "--bootstrap", bootstrap]
+    return [*java_program(), *chained]
 
 
 def _by_scenario(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

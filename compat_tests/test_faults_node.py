@@ -10,22 +10,18 @@ topic back."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from compat_tests.faults import (
+    ERROR_RULES,
     ControlledBroker,
-    check_exactly_once,
-    check_producer_state,
-    check_rules_fired,
-    clear_faults,
-    controlled_broker,
-    installed_rules,
+    check_clock,
+    check_produced_once,
+    delay_past,
+    driver_options,
 )
-from compat_tests.groups import BROKER_CONFIGS as GROUP_BROKER_CONFIGS
 from compat_tests.harness import create_topic, run_driver
 from compat_tests.test_clients_node import NODE_DIR, installed_node
 
@@ -36,11 +32,7 @@ PARTITIONS = 2
 COUNT = 2000
 #: faults_kafkajs.js's request timeout.
 REQUEST_TIMEOUT_MS = 3000
-RULES: dict[str, dict[str, Any]] = {
-    "not-leader": {"action": "error", "error": "NOT_LEADER_OR_FOLLOWER", "count": 3},
-    "request-timed-out": {"action": "error", "error": "REQUEST_TIMED_OUT", "count": 3},
-    "delay": {"action": "delay", "delay_ms": REQUEST_TIMEOUT_MS + 1500, "count": 1},
-}
+RULES: dict[str, dict[str, Any]] = {**ERROR_RULES, "delay": delay_past(REQUEST_TIMEOUT_MS)}
 
 
 @pytest.fixture(scope="module")
@@ -48,58 +40,23 @@ def node() -> list[str]:
     return [installed_node(), str(DRIVER)]
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlledBroker]:
-    overrides = [f"{k}={v}" for k, v in GROUP_BROKER_CONFIGS.items()]
-    with controlled_broker(tmp_path_factory.mktemp("faults-node"), *overrides) as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _no_faults_left(broker: ControlledBroker) -> Iterator[None]:
-    yield
-    clear_faults(broker)
-
-
 @pytest.mark.parametrize("fault", list(RULES))
 def test_kafkajs_idempotent_producer_through_fault(
-    node: list[str], broker: ControlledBroker, fault: str
+    node: list[str], controlled_millpond: ControlledBroker, fault: str
 ) -> None:
-    topic = f"faults-node-{fault}"
+    topic, broker = f"faults-node-{fault}", controlled_millpond
     create_topic(broker.bootstrap, topic, PARTITIONS)
-    rule = json.dumps({"api": "Produce", "topic": topic, **RULES[fault]})
+    rule = {"api": "Produce", **RULES[fault]}
     events = run_driver(
-        [
-            *node,
-            "produce",
-            "--bootstrap",
-            broker.bootstrap,
-            "--control",
-            broker.control_url,
-            "--topic",
-            topic,
-            "--partitions",
-            str(PARTITIONS),
-            "--count",
-            str(COUNT),
-            "--rule",
-            rule,
-        ],  # fmt: skip
-        timeout=90,
+        [*node, "produce", *driver_options(broker, topic, PARTITIONS, COUNT, rule)], timeout=90
     )
-    rules = installed_rules(events)
-    assert len(rules) == 1 and rules[0]["topic"] == topic, rules
-    (after,) = [e for e in events if e["event"] == "faults-after"]
-    assert rules[0]["id"] not in [r["id"] for r in after["rules"]], after
-    check_rules_fired(broker, rules)
-    check_exactly_once(broker.bootstrap, topic, PARTITIONS, COUNT)
-    check_producer_state(broker, topic, PARTITIONS, COUNT)
+    check_produced_once(broker, events, topic, PARTITIONS, COUNT)
 
 
 def test_kafkajs_member_rejoins_a_forced_rebalance(
-    node: list[str], broker: ControlledBroker
+    node: list[str], controlled_millpond: ControlledBroker
 ) -> None:
-    topic, group = "faults-node-rebalance", "faults-node-group"
+    topic, group, broker = "faults-node-rebalance", "faults-node-group", controlled_millpond
     create_topic(broker.bootstrap, topic, PARTITIONS)
     events = run_driver(
         [
@@ -126,9 +83,5 @@ def test_kafkajs_member_rejoins_a_forced_rebalance(
     assert forced["generation"] == joins[0]["generation"], forced
 
 
-def test_kafkajs_clock_over_http(node: list[str], broker: ControlledBroker) -> None:
-    events = run_driver([*node, "clock", "--control", broker.control_url])
-    answers = {k: v for e in events for k, v in e.items() if k != "event"}
-    assert answers["freeze"]["frozen"] is True, answers
-    assert answers["advance"]["now_ms"] == answers["freeze"]["now_ms"] + 3_600_000, answers
-    assert answers["resume"]["frozen"] is False, answers
+def test_kafkajs_clock_over_http(node: list[str], controlled_millpond: ControlledBroker) -> None:
+    check_clock(run_driver([*node, "clock", "--control", controlled_millpond.control_url]))

@@ -7,19 +7,12 @@ fast-starting JVM options."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from compat_tests.groups import MemberCommand, run_group_scenario, run_static_scenario
-from compat_tests.kafka.reference import (
-    TOOL_JVM,
-    TOOLS_LOG4J,
-    KafkaNotInstalledError,
-    kafka_classpath,
-)
-from compat_tests.test_clients_java import compiled_driver
+from compat_tests.test_clients_java import java_program
 
 pytestmark = pytest.mark.compat
 
@@ -36,23 +29,7 @@ ASSIGNORS = {
 @pytest.fixture(scope="module")
 def java_member() -> list[str]:
     """The java command line of GroupMember, up to its arguments."""
-    missing = ""
-    try:
-        classpath = kafka_classpath()
-    except KafkaNotInstalledError as exc:
-        missing = str(exc)
-    if missing:
-        pytest.fail(missing, pytrace=False)
-    classes = compiled_driver(classpath, SOURCE)
-    return [
-        "java",
-        *TOOL_JVM,
-        f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
-        "-cp",
-        f"{classes}{os.pathsep}{classpath}",
-        "GroupMember",
-        "group-member",
-    ]
+    return [*java_program(SOURCE), "group-member"]
 
 
 def _member(java: list[str], bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from millpond.cli.errors import CliError, kafka_error
@@ -39,6 +40,15 @@ from millpond.wire.generated.api.offset_fetch_request import (
 DEFAULT_BOOTSTRAP = "localhost:9092"
 #: ListOffsets' special timestamps.
 EARLIEST, LATEST = -2, -1
+
+#: Group errors after which a client finds the coordinator again and retries.
+COORDINATOR_MOVED = frozenset(
+    {
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
 
 #: The versions this client's code reads and writes, per API key: from the oldest shape it
 #: handles to the newest stable version in the specs (fields that move between versions,
@@ -314,13 +324,22 @@ class Client:
             if answer.error_code == 0:
                 self.brokers[answer.node_id] = (answer.host, answer.port)
                 return self.node(answer.node_id)
-            retriable = answer.error_code in (
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                ErrorCode.NOT_COORDINATOR,
-            )
-            if not retriable or time.monotonic() > deadline:
+            if answer.error_code not in COORDINATOR_MOVED or time.monotonic() > deadline:
                 raise kafka_error(answer.error_code, f"the coordinator of group {group!r}")
+            time.sleep(0.1)
+
+    def group_request(
+        self, group: str, build: Callable[[Connection], Message], error: Callable[[Any], int]
+    ) -> tuple[Connection, Any]:
+        """Send ``build(conn)`` to ``group``'s coordinator; while the answer's ``error`` says
+        the coordinator is loading or has moved (a fresh ``__consumer_offsets``), find it
+        again and retry until the timeout, as Kafka's clients do."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            conn = self.coordinator(group)
+            response = conn.request(build(conn))
+            if error(response) not in COORDINATOR_MOVED or time.monotonic() > deadline:
+                return conn, response
             time.sleep(0.1)
 
     def topic_name(self, topic_id: bytes) -> str:
@@ -336,26 +355,32 @@ class Client:
     ) -> dict[tuple[str, int], int]:
         """The offsets ``group`` committed: ``{(topic, partition): offset}`` (only the
         partitions with a commit; ``topics=None``: every topic)."""
-        conn = self.coordinator(group)
-        v8 = conn.version(9) >= 8
-        if v8:
-            wanted = None
-            if topics is not None:
-                wanted = [
-                    OffsetFetchRequestTopics(name=t, topic_id=self.topic_id(t), partition_indexes=p)
-                    for t, p in topics.items()
-                ]
-            request = OffsetFetchRequest(
-                groups=[OffsetFetchRequestGroup(group_id=group, member_id=None, topics=wanted)]
-            )
-        else:
+
+        def build(conn: Connection) -> Message:
+            if conn.version(9) >= 8:
+                wanted = None
+                if topics is not None:
+                    wanted = [
+                        OffsetFetchRequestTopics(
+                            name=t, topic_id=self.topic_id(t), partition_indexes=p
+                        )
+                        for t, p in topics.items()
+                    ]
+                group_spec = OffsetFetchRequestGroup(group_id=group, member_id=None, topics=wanted)
+                return OffsetFetchRequest(groups=[group_spec])
             old = None
             if topics is not None:
                 old = [
                     OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in topics.items()
                 ]
-            request = OffsetFetchRequest(group_id=group, topics=old)
-        response = conn.request(request)
+            return OffsetFetchRequest(group_id=group, topics=old)
+
+        def error(response: Any) -> int:
+            code: int = (response.groups[0] if response.groups else response).error_code
+            return code
+
+        conn, response = self.group_request(group, build, error)
+        v8 = conn.version(9) >= 8
         answer = response.groups[0] if v8 else response
         if answer.error_code:
             raise kafka_error(answer.error_code, f"committed offsets of group {group!r}")
@@ -389,7 +414,12 @@ class Client:
                 for t, p in by_topic.items()
             ],
         )
-        response = self.coordinator(group).request(request)
+
+        def error(response: Any) -> int:
+            codes = [p.error_code for t in response.topics for p in t.partitions]
+            return next((c for c in codes if c), 0)
+
+        _, response = self.group_request(group, lambda _: request, error)
         for topic in response.topics:
             for part in topic.partitions:
                 if part.error_code:

@@ -18,7 +18,7 @@ from typing import Any
 from millpond.cli import add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST, Client
 from millpond.cli.errors import CliError, kafka_error
-from millpond.cli.output import text
+from millpond.cli.output import Progress, text
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from millpond.wire.records import Record, iter_batches
@@ -159,6 +159,9 @@ def _consume(args: argparse.Namespace) -> int:
             )
         ends = {p: o for p, (o, _) in client.list_offsets(args.topic, leaders, LATEST).items()}
         deadline = time.monotonic() + args.idle_timeout_ms / 1000 if args.follow else None
+        total = None if args.follow else sum(max(ends[p] - o, 0) for p, o in positions.items())
+        progress = Progress(total, f"consuming {args.topic}")
+        progress.enabled &= not out.isatty()  # a bar among the records would garble both
         try:
             while True:
                 active = (
@@ -177,6 +180,7 @@ def _consume(args: argparse.Namespace) -> int:
                         out.write(render(record_data(args.topic, partition, record)) + "\n")
                         printed += 1
                 out.flush()
+                progress.advance(sum(moved[p] - positions[p] for p in moved))
                 positions.update(moved)
                 if deadline is not None:
                     if any(got.values()):
@@ -187,6 +191,8 @@ def _consume(args: argparse.Namespace) -> int:
             if args.group:
                 client.commit(args.group, {(args.topic, p): o for p, o in positions.items()})
             raise
+        finally:
+            progress.close()
         if args.group:
             client.commit(args.group, {(args.topic, p): o for p, o in positions.items()})
     return 0

@@ -61,7 +61,9 @@ def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
 
 
 def describe_group(client: Client, group: str) -> Any:
-    response = client.coordinator(group).request(DescribeGroupsRequest(groups=[group]))
+    _, response = client.group_request(
+        group, lambda _: DescribeGroupsRequest(groups=[group]), lambda r: r.groups[0].error_code
+    )
     (found,) = response.groups
     if found.error_code == ErrorCode.GROUP_ID_NOT_FOUND or (
         found.error_code == 0 and found.group_state == "Dead"
@@ -200,7 +202,11 @@ def _timestamp(args: argparse.Namespace) -> int | None:
 def _reset_offsets(args: argparse.Namespace) -> int:
     rows = []
     with connect(args) as client:
-        found = client.coordinator(args.group).request(DescribeGroupsRequest(groups=[args.group]))
+        _, found = client.group_request(
+            args.group,
+            lambda _: DescribeGroupsRequest(groups=[args.group]),
+            lambda r: r.groups[0].error_code,
+        )
         state = found.groups[0].group_state
         if state and state not in INACTIVE:
             raise CliError(
@@ -254,11 +260,16 @@ def _reset_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete_group(client: Client, group: str) -> Any:
+    request = DeleteGroupsRequest(groups_names=[group])
+    return client.group_request(group, lambda _: request, lambda r: r.results[0].error_code)[1]
+
+
 def _delete(args: argparse.Namespace) -> int:
     rows = []
     with connect(args) as client:
         for group in args.groups:
-            response = client.coordinator(group).request(DeleteGroupsRequest(groups_names=[group]))
+            response = _delete_group(client, group)
             for r in response.results:
                 status = error_text(r.error_code, r.error_message) if r.error_code else "OK"
                 rows.append({"group": r.group_id, "status": status})

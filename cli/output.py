@@ -75,6 +75,7 @@ class Progress:
         self.label = label
         self.unit = unit
         self.done = 0
+        #: Whether it draws at all; a caller may turn it off (never on).
         self.enabled = sys.stderr.isatty()
         self._start = time.monotonic()
         self._drawn = 0.0

@@ -400,6 +400,8 @@ def check_group_commands(bootstrap: str) -> None:
     )
     assert committed(bootstrap, group) == {(topic, 0): 0, (topic, 1): 0}  # kept within the log
 
+    check_active_group(bootstrap, topic, group)
+
     missing = run("group", "describe", name("nope"), bootstrap=bootstrap, code=1)
     assert "does not exist" in missing.stderr and "group list" in missing.stderr
     assert run_json("group", "delete", group, bootstrap=bootstrap) == [
@@ -571,3 +573,36 @@ def check_bench(bootstrap: str) -> None:
     assert text.stdout.startswith("500 records") and "LE-MS" in text.stdout
     assert text.stderr == ""  # no progress bar when stderr is not a terminal
     assert end_offsets_sum(bootstrap, topic, 2) == 3500
+
+
+def check_active_group(bootstrap: str, topic: str, group: str) -> None:
+    """With a live member (confluent-kafka), ``describe`` shows who owns each partition and
+    ``reset-offsets`` refuses to touch the group's offsets."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": "cli-test-member",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        assigned: list[Any] = []
+        consumer.subscribe([topic], on_assign=lambda _, parts: assigned.extend(parts))
+        deadline = time.monotonic() + 30
+        while not assigned and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        assert len(assigned) == 2, "the member was never assigned the topic"
+        described = run_json("group", "describe", group, bootstrap=bootstrap)
+        assert described["state"] == "Stable" and described["protocol_type"] == "consumer"
+        (member,) = described["members"]
+        assert member["client_id"] == "cli-test-member" and member["partitions"] == 2
+        owners = {o["partition"]: o["consumer_id"] for o in described["offsets"]}
+        assert owners == {0: member["member_id"], 1: member["member_id"]}
+        before = committed(bootstrap, group)
+        refused = run("group", "reset-offsets", group, "--all-topics", "--to-earliest",
+                      "--execute", bootstrap=bootstrap, code=1)  # fmt: skip
+        assert "is Stable" in refused.stderr and "stop the group's consumers" in refused.stderr
+        assert committed(bootstrap, group) == before
+    finally:
+        consumer.close()

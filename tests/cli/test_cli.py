@@ -1,4 +1,4 @@
-"""Every ``millpond`` command, run as the real executable against a millpond broker (the
+"""Every ``millpond`` command, run as the real executable against ``millpond serve`` (the
 same scenarios run against Apache Kafka 4.4 in compat_tests/test_cli_kafka.py)."""
 
 from __future__ import annotations
@@ -11,23 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from millpond.broker.node import Broker
-from tests.broker.harness import running_broker
-from tests.broker.test_serve import _free_port
+from compat_tests.harness import millpond_server
+from compat_tests.kafka.reference import free_port
 
 from . import scenarios
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with running_broker() as broker:
-        yield broker
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A ``millpond serve`` process: its bootstrap and data directory. Groups form at
+    once (no initial rebalance delay), as on the compat tests' brokers."""
+    work = tmp_path_factory.mktemp("cli")
+    with millpond_server(work, "group.initial.rebalance.delay.ms=0") as bootstrap:
+        yield bootstrap, work / "data"
 
 
 @pytest.fixture(scope="module")
-def bootstrap(broker: Broker) -> str:
-    host, port = broker.advertised
-    return f"{host}:{port}"
+def bootstrap(served: tuple[str, Path]) -> str:
+    return served[0]
 
 
 def test_help_everywhere() -> None:
@@ -55,36 +56,52 @@ def test_cluster_info_and_configs(bootstrap: str) -> None:
 
 
 def test_errors_are_messages_with_hints(bootstrap: str) -> None:
-    scenarios.check_errors(bootstrap, f"127.0.0.1:{_free_port()}")
+    scenarios.check_errors(bootstrap, f"127.0.0.1:{free_port()}")
 
 
-def test_dump_log(broker: Broker, bootstrap: str) -> None:
+def test_dump_log(served: tuple[str, Path]) -> None:
+    bootstrap, data = served
     topic = scenarios.produce_for_dump(bootstrap)
-    scenarios.check_dump_log(Path(broker.data_dir) / f"{topic}-0")
+    scenarios.check_dump_log(data / f"{topic}-0")
 
 
 def test_bench(bootstrap: str) -> None:
     scenarios.check_bench(bootstrap)
 
 
-def test_progress_bar_when_stderr_is_a_terminal(bootstrap: str) -> None:
+def test_progress_bars_when_stderr_is_a_terminal(bootstrap: str) -> None:
     topic = scenarios.name("tty")
     scenarios.run("topic", "create", topic, bootstrap=bootstrap)
+    out, drawn = _stderr_on_a_terminal("bench", "produce", topic, "-n", "20000", "-b", "100",
+                                       "--bootstrap-server", bootstrap)  # fmt: skip
+    assert b"\rbench produce " + topic.encode() in drawn and b"100%" in drawn
+    assert out.startswith(b"20,000 records")
+    out, drawn = _stderr_on_a_terminal(
+        "consume", topic, "-t", "{offset}", "--bootstrap-server", bootstrap
+    )
+    assert b"\rconsuming " + topic.encode() in drawn and b"100%" in drawn
+    assert out.split() == [str(i).encode() for i in range(20000)]
+
+
+def _stderr_on_a_terminal(*args: str) -> tuple[bytes, bytes]:
+    """Run ``millpond ARGS`` with stdout to a pipe and stderr to a pseudo-terminal:
+    (stdout, what it drew on the terminal)."""
     main, terminal = pty.openpty()
     try:
         proc = subprocess.run(
-            [scenarios.MILLPOND, "bench", "produce", topic, "-n", "20000", "-b", "100",
-             "--bootstrap-server", bootstrap],
-            stdout=subprocess.PIPE, stderr=terminal, timeout=60, check=True,
-        )  # fmt: skip
+            [scenarios.MILLPOND, *args],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            timeout=60,
+            check=True,
+        )
         os.close(terminal)
         drawn = b""
         while chunk := _read_available(main):
             drawn += chunk
     finally:
         os.close(main)
-    assert b"\rbench produce " + topic.encode() in drawn and b"100%" in drawn
-    assert proc.stdout.startswith(b"20,000 records")
+    return proc.stdout, drawn
 
 
 def _read_available(fd: int) -> bytes:

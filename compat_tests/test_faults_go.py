@@ -1,8 +1,8 @@
 """franz-go through millpond's fault injection, driven over HTTP from Go: kgo's idempotent
 producer (its default, acks=all) delivers every record exactly once, in order, through
 errors (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT), a delay past its request timeout, a closed
-and a dropped connection on Produce; a kgo consumer reads everything through NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH
-answers to its Fetch requests.
+and a dropped connection on Produce; a kgo consumer reads everything through
+NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH answers to its Fetch requests.
 
 compat_tests/go/faults_franz installs the rules itself (POST /v1/faults); the tests check
 they fired (used up, and logged once per request they acted on) and read the topic back."""

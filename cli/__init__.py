@@ -37,6 +37,18 @@ def add_connection(parser: argparse.ArgumentParser, output: bool = True) -> None
         add_format(parser)
 
 
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    doc: str | None,
+) -> argparse.ArgumentParser:
+    """A command whose ``--help`` shows its module docstring as written (paragraphs kept)."""
+    return commands.add_parser(
+        name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
 def connect(args: argparse.Namespace) -> Client:
     return Client(args.bootstrap_server, args.timeout_ms)
 

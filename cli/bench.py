@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from millpond.cli import add_connection, connect
+from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, emit_json, table
@@ -231,11 +231,8 @@ def _consume(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = commands.add_parser(
-        "bench",
-        help="load-generate: produce or consume as fast as the broker allows",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    bench = add_command(
+        commands, "bench", "load-generate: produce or consume as fast as the broker allows", __doc__
     )
     verbs = bench.add_subparsers(dest="verb", required=True, metavar="VERB")
     produce = verbs.add_parser("produce", help="produce records of a fixed size")

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from millpond.cli import add_connection, connect
+from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST, Client
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, text
@@ -199,11 +199,11 @@ def _consume(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "consume",
-        help="print a topic's records (from the start, an offset, a time, or a group's offsets)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "print a topic's records (from the start, an offset, a time, or a group's offsets)",
+        __doc__,
     )
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument(

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from millpond.cli import add_command
 from millpond.cli.errors import CliError
 from millpond.cli.output import emit_json
 from millpond.storage.names import parse_partition_dir_name, parse_segment_file_name
@@ -243,11 +244,11 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "dump-log",
-        help="decode segment files (.log, .index, .timeindex) or a data directory",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "decode segment files (.log, .index, .timeindex) or a data directory",
+        __doc__,
     )
     parser.add_argument(
         "--files",

@@ -1,7 +1,7 @@
 """``millpond produce``: one record per input line, from stdin or a file.
 
-Keyed records go to the partition Kafka's Java client and librdkafka's consistent_random
-choose (murmur2 of the key), so a key lands where other producers put it; records
+Keyed records go to the partition Kafka's Java client (and librdkafka's murmur2_random)
+chooses, murmur2 of the key, so a key lands where those producers put it; records
 without a key go round-robin. Records are sent in batches of ``--batch-size``, one
 Produce request per leader, and the command ends with where every batch landed.
 """
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-from millpond.cli import add_connection, connect
+from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import Client
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, emit
@@ -210,11 +210,8 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "produce",
-        help="produce one record per line of stdin or a file",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = add_command(
+        commands, "produce", "produce one record per line of stdin or a file", __doc__
     )
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument("-f", "--file", metavar="FILE", help="read lines from FILE (default stdin)")

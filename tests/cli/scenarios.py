@@ -348,6 +348,9 @@ def check_group_commands(bootstrap: str) -> None:
         for p in (0, 1)
     )
 
+    def reset_all(*how: str) -> None:
+        run("group", "reset-offsets", group, "--all-topics", *how, "--execute", bootstrap=bootstrap)
+
     dry = run(
         "group", "reset-offsets", group, "--topic", topic, "--to-earliest", bootstrap=bootstrap
     )
@@ -367,37 +370,11 @@ def check_group_commands(bootstrap: str) -> None:
         {"topic": topic, "partition": 1, "old_offset": before[(topic, 1)], "new_offset": 1}
     ]
     assert committed(bootstrap, group) == {**before, (topic, 1): 1}
-    run(
-        "group",
-        "reset-offsets",
-        group,
-        "--all-topics",
-        "--to-latest",
-        "--execute",
-        bootstrap=bootstrap,
-    )
+    reset_all("--to-latest")
     assert committed(bootstrap, group) == {(topic, 0): 5, (topic, 1): 5}
-    run(
-        "group",
-        "reset-offsets",
-        group,
-        "--all-topics",
-        "--shift-by",
-        "-2",
-        "--execute",
-        bootstrap=bootstrap,
-    )
+    reset_all("--shift-by", "-2")
     assert committed(bootstrap, group) == {(topic, 0): 3, (topic, 1): 3}
-    run(
-        "group",
-        "reset-offsets",
-        group,
-        "--all-topics",
-        "--shift-by",
-        "-99",
-        "--execute",
-        bootstrap=bootstrap,
-    )
+    reset_all("--shift-by", "-99")
     assert committed(bootstrap, group) == {(topic, 0): 0, (topic, 1): 0}  # kept within the log
 
     check_active_group(bootstrap, topic, group)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -18,6 +19,7 @@ from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import Client
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, emit
+from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.produce_request import (
     PartitionProduceData,
     ProduceRequest,
@@ -26,6 +28,15 @@ from millpond.wire.generated.api.produce_request import (
 from millpond.wire.records import Compression, NewRecord, build_batch
 
 _M = 0x5BD1E995
+#: Produce errors after which a partition's batch is known not to be stored: safe to send
+#: again without an idempotent producer.
+NOTHING_WRITTEN = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    }
+)
 
 
 def murmur2(data: bytes) -> int:
@@ -98,14 +109,28 @@ class Producer:
         self.landed: dict[int, list[int]] = {}  # partition -> [first offset, last, count]
 
     def send(self, pending: dict[int, list[NewRecord]]) -> None:
-        by_leader: dict[int, dict[int, list[NewRecord]]] = {}
-        for partition, records in pending.items():
-            if records:
+        """Send ``pending`` to the partitions' leaders; partitions answered with an error
+        that means nothing was written there (leadership moved, or a new topic not yet
+        known) are sent again to their current leader until the timeout."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        todo = {p: records for p, records in pending.items() if records}
+        while todo:
+            by_leader: dict[int, dict[int, list[NewRecord]]] = {}
+            for partition, records in todo.items():
                 by_leader.setdefault(self.leaders[partition], {})[partition] = records
-        for leader, parts in by_leader.items():
-            self._send_to(leader, parts)
+            failed: dict[int, int] = {}
+            for leader, parts in by_leader.items():
+                failed.update(self._send_to(leader, parts))
+            if failed and time.monotonic() > deadline:
+                partition, code = next(iter(failed.items()))
+                raise kafka_error(code, f"producing to {self.topic}-{partition}")
+            if failed:
+                time.sleep(0.1)
+                self.leaders = self.client.partitions(self.topic)
+            todo = {p: todo[p] for p in failed}
 
-    def _send_to(self, leader: int, parts: dict[int, list[NewRecord]]) -> None:
+    def _send_to(self, leader: int, parts: dict[int, list[NewRecord]]) -> dict[int, int]:
+        """Send one Produce to ``leader``; returns the partitions to send again."""
         request = ProduceRequest(
             acks=self.acks,
             timeout_ms=self.timeout_ms,
@@ -128,10 +153,14 @@ class Producer:
             conn.send_only(request)
             for p, recs in parts.items():
                 self._landed(p, -1, len(recs))
-            return
+            return {}
         response = conn.request(request)
+        again: dict[int, int] = {}
         for answer in response.responses:
             for part in answer.partition_responses:
+                if part.error_code in NOTHING_WRITTEN:
+                    again[part.index] = part.error_code
+                    continue
                 if part.error_code:
                     raise kafka_error(
                         part.error_code,
@@ -139,6 +168,7 @@ class Producer:
                         part.error_message,
                     )
                 self._landed(part.index, part.base_offset, len(parts[part.index]))
+        return again
 
     def _landed(self, partition: int, base_offset: int, count: int) -> None:
         entry = self.landed.setdefault(partition, [base_offset, base_offset, 0])

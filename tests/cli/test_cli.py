@@ -13,6 +13,7 @@ import pytest
 
 from compat_tests.harness import millpond_server
 from compat_tests.kafka.reference import free_port
+from millpond import testing
 
 from . import scenarios
 
@@ -109,3 +110,19 @@ def _read_available(fd: int) -> bytes:
         return os.read(fd, 1 << 16)
     except OSError:  # EIO: the terminal's other side is closed and drained
         return b""
+
+
+def test_produce_sends_again_where_nothing_was_written() -> None:
+    """A partition answered NOT_LEADER_OR_FOLLOWER (injected twice) gets its batch again,
+    stored once; an error that may follow a write (REQUEST_TIMED_OUT) is reported instead."""
+    with testing.broker() as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = scenarios.name("retry")
+        scenarios.run("topic", "create", topic, bootstrap=bootstrap)
+        broker.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=2)
+        scenarios.run("produce", topic, bootstrap=bootstrap, stdin="a\nb\n")
+        assert scenarios.end_offsets_sum(bootstrap, topic, 1) == 2
+        broker.fail("Produce", "REQUEST_TIMED_OUT", count=1)
+        failed = scenarios.run("produce", topic, bootstrap=bootstrap, stdin="c\n", code=1)
+        assert "REQUEST_TIMED_OUT" in failed.stderr and "hint:" in failed.stderr
+        assert scenarios.run("consume", topic, bootstrap=bootstrap).stdout == "a\nb\n"

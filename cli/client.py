@@ -396,9 +396,17 @@ class Client:
                     result[(name, part.partition_index)] = part.committed_offset
         return result
 
-    def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
-        """Commit ``offsets`` as a simple consumer: no member id, generation -1, which a
-        group coordinator accepts only while the group has no active members."""
+    def commit(
+        self,
+        group: str,
+        offsets: dict[tuple[str, int], int],
+        generation: int = -1,
+        member_id: str = "",
+        tolerate: frozenset[int] = frozenset(),
+    ) -> bool:
+        """Commit ``offsets``; by default as a simple consumer (no member id, generation
+        -1), which a group coordinator accepts only while the group has no members. False
+        when the broker refused with an error in ``tolerate``; raises on any other."""
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append(
@@ -406,8 +414,8 @@ class Client:
             )
         request = OffsetCommitRequest(
             group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
+            generation_id_or_member_epoch=generation,
+            member_id=member_id,
             group_instance_id=None,
             topics=[
                 OffsetCommitRequestTopic(name=t, topic_id=self.topic_id(t), partitions=p)
@@ -422,8 +430,11 @@ class Client:
         _, response = self.group_request(group, lambda _: request, error)
         for topic in response.topics:
             for part in topic.partitions:
+                if part.error_code in tolerate:
+                    return False
                 if part.error_code:
                     name = topic.name or self.topic_name(topic.topic_id)
                     raise kafka_error(
                         part.error_code, f"committing {name}-{part.partition_index} for {group!r}"
                     )
+        return True

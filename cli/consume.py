@@ -1,15 +1,17 @@
 """``millpond consume``: print a topic's records.
 
-By default it reads up to the end each partition had when the command started, then
-exits; ``--follow`` keeps waiting for new records. With ``--group`` it starts where the
-group's committed offsets point and commits how far it read when it stops, as a simple
-consumer (generation -1, no membership): it takes no part in rebalances and the broker
-accepts its commits only while the group has no active members.
+By default it reads up to the end each partition had when it started reading, then
+exits; ``--follow`` keeps waiting for new records. With ``--group`` it joins the group as
+a member (the classic protocol, the "range" assignor, as Kafka's consumers do by
+default), reads the partitions the group assigns it from the group's committed offsets
+(``--offset`` where there are none), commits how far it read at every rebalance and at
+the end, and leaves the group.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -18,6 +20,7 @@ from typing import Any
 from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST, Client
 from millpond.cli.errors import CliError, kafka_error
+from millpond.cli.membership import GroupMember
 from millpond.cli.output import Progress, text
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
@@ -137,10 +140,80 @@ def start_offsets(
     )
 
 
+class _Session:
+    """One run of ``consume``: what was printed so far, across group generations."""
+
+    def __init__(self, client: Client, args: argparse.Namespace) -> None:
+        self.client = client
+        self.args = args
+        self.render = _formatter(args)
+        self.printed = 0
+        self.progress: Progress | None = None
+
+    def limit_reached(self) -> bool:
+        return self.args.num is not None and self.printed >= self.args.num
+
+    def positions(self, leaders: dict[int, int], member: GroupMember | None) -> dict[int, int]:
+        """Where to start: ``--offset``, or the group's committed offsets where it has some."""
+        if not leaders:
+            return {}
+        positions = start_offsets(self.client, self.args.topic, leaders, self.args.offset)
+        if member is not None:
+            committed = self.client.committed(member.group, {self.args.topic: sorted(leaders)})
+            positions.update({p: o for (_, p), o in committed.items() if p in positions})
+        return positions
+
+    def read(
+        self, leaders: dict[int, int], positions: dict[int, int], member: GroupMember | None
+    ) -> bool:
+        """Print records from ``positions`` (moved as it goes) until the end offsets seen
+        now (or, with --follow, the idle timeout); False when the group rebalances first."""
+        args, topic = self.args, self.args.topic
+        ends = {p: o for p, (o, _) in self.client.list_offsets(topic, leaders, LATEST).items()}
+        if self.progress is None:
+            total = None if args.follow else sum(max(ends[p] - o, 0) for p, o in positions.items())
+            self.progress = Progress(total, f"consuming {topic}")
+            self.progress.enabled &= not sys.stdout.isatty()  # a bar among the records...
+        idle_s = args.idle_timeout_ms / 1000
+        idle_until = time.monotonic() + idle_s
+        beat_s = args.session_timeout_ms / 3000
+        next_beat = time.monotonic() + beat_s
+        while not self.limit_reached():
+            if member is not None and time.monotonic() >= next_beat:
+                if not member.heartbeat():
+                    return False
+                next_beat = time.monotonic() + beat_s
+            active = {p: o for p, o in positions.items() if args.follow or o < ends[p]}
+            if not active and not args.follow:
+                return True
+            if not active:
+                time.sleep(0.5)
+                got: dict[int, list[Record]] = {}
+            else:
+                got, moved = fetch(self.client, topic, leaders, active, max_wait_ms=500)
+                for partition, records in sorted(got.items()):
+                    for record in records:
+                        if self.limit_reached():
+                            moved[partition] = record.offset  # the first record not printed
+                            break
+                        sys.stdout.write(self.render(record_data(topic, partition, record)) + "\n")
+                        self.printed += 1
+                sys.stdout.flush()
+                self.progress.advance(sum(moved[p] - positions[p] for p in moved))
+                positions.update(moved)
+            if any(got.values()):
+                idle_until = time.monotonic() + idle_s
+            elif args.follow and idle_s and time.monotonic() > idle_until:
+                return True
+        return True
+
+
 def _consume(args: argparse.Namespace) -> int:
-    render = _formatter(args)
-    out = sys.stdout
-    printed = 0
+    if args.group and args.partition:
+        raise CliError(
+            "--partition and --group do not go together",
+            "the group assigns the partitions: leave out --partition",
+        )
     with connect(args) as client:
         leaders = client.partitions(args.topic)
         if args.partition:
@@ -151,51 +224,41 @@ def _consume(args: argparse.Namespace) -> int:
                     f"pass partitions between 0 and {len(leaders) - 1}",
                 )
             leaders = {p: leaders[p] for p in args.partition}
-        positions = start_offsets(client, args.topic, leaders, args.offset)
-        if args.group:
-            committed = client.committed(args.group, {args.topic: sorted(leaders)})
-            positions.update(
-                {p: committed[(args.topic, p)] for p in leaders if (args.topic, p) in committed}
-            )
-        ends = {p: o for p, (o, _) in client.list_offsets(args.topic, leaders, LATEST).items()}
-        deadline = time.monotonic() + args.idle_timeout_ms / 1000 if args.follow else None
-        total = None if args.follow else sum(max(ends[p] - o, 0) for p, o in positions.items())
-        progress = Progress(total, f"consuming {args.topic}")
-        progress.enabled &= not out.isatty()  # a bar among the records would garble both
+        session = _Session(client, args)
         try:
-            while True:
-                active = (
-                    positions
-                    if args.follow
-                    else {p: o for p, o in positions.items() if o < ends[p]}
-                )
-                if not active or (args.num is not None and printed >= args.num):
-                    break
-                got, moved = fetch(client, args.topic, leaders, active, max_wait_ms=500)
-                for partition, records in sorted(got.items()):
-                    for record in records:
-                        if args.num is not None and printed >= args.num:
-                            moved[partition] = record.offset  # the first record not printed
-                            break
-                        out.write(render(record_data(args.topic, partition, record)) + "\n")
-                        printed += 1
-                out.flush()
-                progress.advance(sum(moved[p] - positions[p] for p in moved))
-                positions.update(moved)
-                if deadline is not None:
-                    if any(got.values()):
-                        deadline = time.monotonic() + args.idle_timeout_ms / 1000
-                    elif args.idle_timeout_ms and time.monotonic() > deadline:
-                        break
-        except KeyboardInterrupt:
-            if args.group:
-                client.commit(args.group, {(args.topic, p): o for p, o in positions.items()})
-            raise
+            if not args.group:
+                session.read(leaders, session.positions(leaders, None), None)
+                return 0
+            _consume_in_group(
+                session, GroupMember(client, args.group, args.topic, args.session_timeout_ms)
+            )
         finally:
-            progress.close()
-        if args.group:
-            client.commit(args.group, {(args.topic, p): o for p, o in positions.items()})
+            if session.progress is not None:
+                session.progress.close()
     return 0
+
+
+def _consume_in_group(session: _Session, member: GroupMember) -> None:
+    """Read what the group assigns, generation after generation, committing as a member
+    at the end of each; leave the group when done (or interrupted)."""
+    positions: dict[int, int] = {}
+    try:
+        done = False
+        while not done:
+            assigned = member.join()
+            leaders = session.client.partitions(member.topic)
+            mine = {p: leaders[p] for p in assigned if p in leaders}
+            positions = session.positions(mine, member)
+            done = session.read(mine, positions, member)
+            member.commit(positions)
+            positions = {}
+    except KeyboardInterrupt:
+        if positions:
+            member.commit(positions)
+        raise
+    finally:
+        with contextlib.suppress(CliError):  # the session timeout removes it anyway
+            member.leave()
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -232,12 +295,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "-g",
         "--group",
-        help="start from this group's committed offsets and "
-        "commit as a simple consumer (generation -1) when done",
+        help="consume as a member of this group: its partitions, from its committed "
+        "offsets, committing as it goes",
     )
     parser.add_argument("-n", "--num", type=int, metavar="N", help="stop after N records")
     parser.add_argument(
         "-f", "--follow", action="store_true", help="keep waiting for new records (Ctrl-C to stop)"
+    )
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=10000,
+        metavar="MS",
+        help="with --group, how long the group waits for a silent member (default 10000)",
     )
     parser.add_argument(
         "--idle-timeout-ms",

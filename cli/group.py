@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import struct
 import sys
 from datetime import datetime
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from millpond.cli import add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST, Client
 from millpond.cli.errors import CliError, error_text, kafka_error
+from millpond.cli.membership import assigned_partitions
 from millpond.cli.output import blank_line, emit, emit_json, table
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.delete_groups_request import DeleteGroupsRequest
@@ -38,26 +38,6 @@ def _list(args: argparse.Namespace) -> int:
                 }
     emit(args, [groups[g] for g in sorted(groups)], ["group", "state", "protocol_type"])
     return 0
-
-
-def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
-    """The partitions in a consumer protocol assignment (version, [topic, [partition]])."""
-    result: list[tuple[str, int]] = []
-    try:
-        pos = 2
-        (topics,) = struct.unpack_from(">i", assignment, pos)
-        pos += 4
-        for _ in range(max(topics, 0)):
-            (length,) = struct.unpack_from(">h", assignment, pos)
-            topic = assignment[pos + 2 : pos + 2 + length].decode()
-            pos += 2 + length
-            (count,) = struct.unpack_from(">i", assignment, pos)
-            partitions = struct.unpack_from(f">{max(count, 0)}i", assignment, pos + 4)
-            pos += 4 + 4 * max(count, 0)
-            result.extend((topic, p) for p in partitions)
-    except (struct.error, UnicodeDecodeError):
-        return result  # not a consumer-protocol assignment: show no partitions
-    return result
 
 
 def describe_group(client: Client, group: str) -> Any:

@@ -70,3 +70,7 @@ def test_dump_log_of_kafka_data_reads_as_kafkas_tool_does(reference_kafka: Runni
 
 def test_bench(broker_bootstrap: str) -> None:
     scenarios.check_bench(broker_bootstrap)
+
+
+def test_consume_as_a_group_member(broker_bootstrap: str) -> None:
+    scenarios.check_consume_as_a_group_member(broker_bootstrap)

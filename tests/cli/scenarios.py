@@ -147,7 +147,7 @@ def check_help() -> None:
     assert "--print-data-log" in run("dump-log", "--help").stdout
     for verb in ("produce", "consume"):
         assert "--bootstrap-server" in run("bench", verb, "--help").stdout
-    assert "simple consumer (generation -1" in run("consume", "--help").stdout
+    assert "joins the group as\na member" in run("consume", "--help").stdout
 
 
 def check_topic_commands(bootstrap: str) -> None:
@@ -582,4 +582,50 @@ def check_active_group(bootstrap: str, topic: str, group: str) -> None:
         assert "is Stable" in refused.stderr and "stop the group's consumers" in refused.stderr
         assert committed(bootstrap, group) == before
     finally:
+        consumer.close()
+
+
+def check_consume_as_a_group_member(bootstrap: str) -> None:
+    """``consume --group`` joins a group that a confluent-kafka consumer is in: the range
+    assignor gives each one partition, the CLI reads and commits only its own, and the
+    other member is assigned the other partition meanwhile."""
+    import threading
+
+    topic, group = name("member"), name("shared")
+    run("topic", "create", topic, "-p", "2", bootstrap=bootstrap)
+    run("produce", topic, bootstrap=bootstrap, stdin="".join(f"r{i}\n" for i in range(10)))
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+         "auto.offset.reset": "earliest", "partition.assignment.strategy": "range"}
+    )  # fmt: skip
+    assignments: list[list[int]] = []
+    stop = threading.Event()
+
+    def on_assign(_: Any, parts: list[Any]) -> None:
+        assignments.append(sorted(p.partition for p in parts))
+
+    def poll() -> None:
+        while not stop.is_set():
+            consumer.poll(0.05)
+
+    consumer.subscribe([topic], on_assign=on_assign)
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not assignments and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert assignments == [[0, 1]]
+        out = run("consume", topic, "-g", group, "-t", "{partition} {value}", bootstrap=bootstrap)
+        lines = [line.split() for line in out.stdout.splitlines()]
+        (mine,) = {int(p) for p, _ in lines}
+        assert [v for _, v in lines] == [f"r{i}" for i in range(mine, 10, 2)]
+        assert committed(bootstrap, group) == {(topic, mine): 5}
+        assert [1 - mine] in assignments  # the other member's share while the CLI was in
+        while assignments[-1] != [0, 1] and time.monotonic() < deadline:
+            time.sleep(0.05)  # the CLI left: the other member takes everything again
+        assert assignments[-1] == [0, 1]
+    finally:
+        stop.set()
+        poller.join()
         consumer.close()

@@ -126,3 +126,7 @@ def test_produce_sends_again_where_nothing_was_written() -> None:
         failed = scenarios.run("produce", topic, bootstrap=bootstrap, stdin="c\n", code=1)
         assert "REQUEST_TIMED_OUT" in failed.stderr and "hint:" in failed.stderr
         assert scenarios.run("consume", topic, bootstrap=bootstrap).stdout == "a\nb\n"
+
+
+def test_consume_as_a_group_member(bootstrap: str) -> None:
+    scenarios.check_consume_as_a_group_member(bootstrap)

@@ -57,6 +57,9 @@ def test_franz_idempotent_producer_through_fault(
         [driver, "produce", *driver_options(broker, topic, PARTITIONS, COUNT, rule)], timeout=90
     )
     check_produced_once(broker, events, topic, PARTITIONS, COUNT)
+    if rule["action"] != "error":  # the client saw its request fail with the connection
+        (produced,) = [e for e in events if e["event"] == "produced"]
+        assert produced["failed_requests"] >= 1, produced
 
 
 @pytest.mark.parametrize("error", FETCH_ERRORS)

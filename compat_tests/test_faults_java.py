@@ -68,6 +68,10 @@ def test_java_idempotent_producer_through_fault(
     events = _produce(java_faults, controlled_millpond, topic, RULES[fault])
     (produced,) = [e for e in events if e["event"] == "produced"]
     assert produced["errors"] == 0, produced
+    # What the client saw: it retried, and lost a connection to all but an error answer.
+    assert produced["record_retries"] >= 1, produced
+    if RULES[fault]["action"] != "error":
+        assert produced["connection_closes"] >= 1, produced
     check_produced_once(controlled_millpond, events, topic, PARTITIONS, COUNT)
     print(f"{fault}: {COUNT} records in {produced['elapsed_ms']} ms")
 

@@ -51,6 +51,8 @@ def test_kafkajs_idempotent_producer_through_fault(
         [*node, "produce", *driver_options(broker, topic, PARTITIONS, COUNT, rule)], timeout=90
     )
     check_produced_once(broker, events, topic, PARTITIONS, COUNT)
+    (produced,) = [e for e in events if e["event"] == "produced"]
+    assert produced["requests"] > produced["sends"], f"kafkajs never retried: {produced}"
 
 
 def test_kafkajs_member_rejoins_a_forced_rebalance(

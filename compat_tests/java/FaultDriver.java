@@ -4,9 +4,11 @@
 //
 //   FaultDriver produce --bootstrap B --control URL --topic T --partitions P --count N
 //               [--rule JSON]... [--idempotence true|false] [--request-timeout-ms MS]
-//       POSTs each rule to URL/v1/faults and prints {"event": "rule", "rule": <the answer>},
-//       then sends records "record-<i>" (i < N) to partition i % P with acks=all, waits for
-//       every one, prints {"event": "produced", ...} and GET /v1/faults as "faults-after".
+//       sends records "record-<i>" (i < N) to partition i % P with acks=all; once the first
+//       record of each partition is acknowledged, POSTs each rule to URL/v1/faults and prints
+//       {"event": "rule", "rule": <the answer>}; waits for
+//       every one, prints {"event": "produced", ...} (with the client's record-retry-total and
+//       connection-close-total metrics) and GET /v1/faults as "faults-after".
 //   FaultDriver clock --control URL
 //       freezes the clock, advances it an hour, resumes it; prints each answer.
 //
@@ -29,6 +31,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class FaultDriver {
@@ -78,9 +82,6 @@ public final class FaultDriver {
 
     static void produce(Map<String, String> o, List<String> rules) throws Exception {
         String control = o.get("--control");
-        for (String rule : rules) {
-            line("rule", "rule", call("POST", control + "/v1/faults", rule));
-        }
         String topic = o.get("--topic");
         int partitions = Integer.parseInt(o.get("--partitions"));
         int count = Integer.parseInt(o.get("--count"));
@@ -107,9 +108,23 @@ public final class FaultDriver {
         }
         long started = System.nanoTime();
         int errors = 0;
+        double retries;
+        double closes;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < count; i++) {
+                if (i == partitions) {
+                    // The rules apply once every partition has this producer's first record:
+                    // a brand-new producer's first sequence is taken as it comes (as Kafka
+                    // does), so a refused first batch overtaken by a later one in flight
+                    // would leave a gap no retry can fill.
+                    for (Future<RecordMetadata> first : sent) {
+                        first.get();
+                    }
+                    for (String rule : rules) {
+                        line("rule", "rule", call("POST", control + "/v1/faults", rule));
+                    }
+                }
                 byte[] value = ("record-" + i).getBytes(StandardCharsets.UTF_8);
                 sent.add(producer.send(new ProducerRecord<>(topic, i % partitions, null, value)));
             }
@@ -122,11 +137,24 @@ public final class FaultDriver {
                     }
                 }
             }
+            retries = metric(producer, "record-retry-total");
+            closes = metric(producer, "connection-close-total");
         }
         long elapsedMs = (System.nanoTime() - started) / 1_000_000;
         System.out.println("{\"event\": \"produced\", \"count\": " + count + ", \"errors\": " + errors
-                + ", \"elapsed_ms\": " + elapsedMs + "}");
+                + ", \"elapsed_ms\": " + elapsedMs + ", \"record_retries\": " + retries
+                + ", \"connection_closes\": " + closes + "}");
         line("faults-after", "rules", call("GET", control + "/v1/faults", null));
+    }
+
+    /** A producer-level metric of the client: what it saw of the faults. */
+    static double metric(KafkaProducer<byte[], byte[]> producer, String name) {
+        for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+            if (e.getKey().name().equals(name) && e.getKey().group().equals("producer-metrics")) {
+                return ((Number) e.getValue().metricValue()).doubleValue();
+            }
+        }
+        throw new IllegalStateException("no producer metric " + name);
     }
 
     static void clock(Map<String, String> o) throws Exception {

@@ -6,8 +6,8 @@
 //   faults_kafkajs.js produce --bootstrap B --control URL --topic T --partitions P --count N [--rule JSON]...
 //       POSTs each rule to URL/v1/faults and prints {"event": "rule", "rule": <the answer>},
 //       then an idempotent producer (acks=-1) sends "record-<i>" (i < N) to partition i % P in
-//       sends of 100 records, one after the other; prints {"event": "produced", ...} and
-//       GET /v1/faults as "faults-after".
+//       sends of 100 records, one after the other; prints {"event": "produced", ...} (with the
+//       sends and the Produce requests they took) and GET /v1/faults as "faults-after".
 //   faults_kafkajs.js rebalance --bootstrap B --control URL --topic T --group G
 //       a consumer-group member; once it has joined (GROUP_JOIN), POST
 //       URL/v1/groups/G/rebalance, then wait until it joins again. Prints each join, with the
@@ -104,16 +104,26 @@ async function produce(args) {
   await installRules(args)
   // kafkajs keeps an idempotent producer's order with one request in flight.
   const producer = kafka(args).producer({ idempotent: true, maxInFlightRequests: 1 })
+  // Every Produce request kafkajs made, answered or timed out: more than one per send means
+  // it retried.
+  let requests = 0
+  const count = ({ payload }) => {
+    if (payload.apiName === 'Produce') requests++
+  }
+  producer.on(producer.events.REQUEST, count)
+  producer.on(producer.events.REQUEST_TIMEOUT, count)
   await producer.connect()
   const started = Date.now()
+  let sends = 0
   for (let start = 0; start < args.count; start += BATCH) {
+    sends++
     const messages = []
     for (let i = start; i < Math.min(start + BATCH, args.count); i++) {
       messages.push({ partition: i % args.partitions, value: `record-${i}` })
     }
     await producer.send({ topic: args.topic, acks: -1, messages })
   }
-  emit({ event: 'produced', count: args.count, elapsed_ms: Date.now() - started })
+  emit({ event: 'produced', count: args.count, elapsed_ms: Date.now() - started, sends, requests })
   await producer.disconnect()
   emit({ event: 'faults-after', rules: await call('GET', `${args.control}/v1/faults`) })
 }

@@ -3,10 +3,11 @@
 // (net/http), to show a Go test needs nothing of Python's to make the broker misbehave:
 //
 //	faults_franz produce --bootstrap B --control URL --topic T --partitions P --count N [--rule JSON]...
-//	    POSTs each rule to URL/v1/faults and prints {"event": "rule", "rule": <the answer>},
-//	    then produces "record-<i>" (i < N) to partition i % P with kgo's defaults (idempotent,
-//	    acks=all), waits for every record, prints {"event": "produced", ...} and
-//	    GET /v1/faults as "faults-after".
+//	    produces "record-<i>" (i < N) to partition i % P with kgo's defaults (idempotent,
+//	    acks=all): the first record of each partition, then (the rules POSTed to
+//	    URL/v1/faults, each printed as {"event": "rule", "rule": <the answer>}) the rest;
+//	    waits for every record, prints {"event": "produced", ...} (with how many
+//	    Produce requests failed on their connection) and GET /v1/faults as "faults-after".
 //	faults_franz consume (the same flags)
 //	    installs the rules, then reads the P partitions from their start (kgo.ConsumePartitions,
 //	    no group) until N records arrived; prints {"event": "consumed", "values": {...}}.
@@ -27,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,6 +115,16 @@ func client(a args, extra ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// failedProduces counts the Produce requests whose connection failed under them (closed,
+// or no answer in time): what a close, drop or delay rule must cause.
+type failedProduces struct{ n atomic.Int64 }
+
+func (f *failedProduces) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key == 0 && e2e.Err() != nil {
+		f.n.Add(1)
+	}
+}
+
 func installRules(a args) {
 	for _, rule := range a.rules {
 		emit(map[string]any{"event": "rule", "rule": must(call("POST", a.control+"/v1/faults", rule))})
@@ -120,9 +132,9 @@ func installRules(a args) {
 }
 
 func produce(ctx context.Context, a args) {
-	installRules(a)
+	failed := &failedProduces{}
 	cl := client(a, kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProduceRequestTimeout(time.Second))
+		kgo.ProduceRequestTimeout(time.Second), kgo.WithHooks(failed))
 	defer cl.Close()
 	started := time.Now()
 	records := make([]*kgo.Record, a.count)
@@ -131,10 +143,21 @@ func produce(ctx context.Context, a args) {
 			Topic: a.topic, Partition: int32(i % a.partitions), Value: []byte("record-" + strconv.Itoa(i)),
 		}
 	}
-	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+	// The rules apply once every partition has this producer's first record: a brand-new
+	// producer's first sequence is taken as it comes (as Kafka does), so a refused first
+	// batch overtaken by a later one in flight would leave a gap no retry can fill.
+	first := min(a.partitions, a.count)
+	if err := cl.ProduceSync(ctx, records[:first]...).FirstErr(); err != nil {
 		fail(fmt.Errorf("produce: %w", err))
 	}
-	emit(map[string]any{"event": "produced", "count": a.count, "elapsed_ms": time.Since(started).Milliseconds()})
+	installRules(a)
+	if err := cl.ProduceSync(ctx, records[first:]...).FirstErr(); err != nil {
+		fail(fmt.Errorf("produce: %w", err))
+	}
+	emit(map[string]any{
+		"event": "produced", "count": a.count, "elapsed_ms": time.Since(started).Milliseconds(),
+		"failed_requests": failed.n.Load(),
+	})
 	emit(map[string]any{"event": "faults-after", "rules": must(call("GET", a.control+"/v1/faults", ""))})
 }
 

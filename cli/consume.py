@@ -26,6 +26,7 @@ from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from millpond.wire.records import Record, iter_batches
 
+RETRIABLE = frozenset(code for code in ErrorCode if code.retriable)
 TEMPLATE_FIELDS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 
 
@@ -36,13 +37,15 @@ def fetch(
     positions: dict[int, int],
     max_wait_ms: int,
     max_bytes: int = 1 << 20,
-) -> tuple[dict[int, list[Record]], dict[int, int]]:
+) -> tuple[dict[int, list[Record]], dict[int, int], dict[int, int]]:
     """One Fetch per leader from ``positions``: ``({partition: records}, {partition: the
-    next offset to fetch})``; control records and those before a position are skipped."""
+    next offset to fetch}, {partition: a retriable error code})``; control records and
+    those before a position are skipped."""
     by_leader: dict[int, list[int]] = {}
     for partition in positions:
         by_leader.setdefault(leaders[partition], []).append(partition)
     records: dict[int, list[Record]] = {}
+    retry: dict[int, int] = {}
     next_positions = dict(positions)
     topic_id = client.topic_id(topic)
     for leader, partitions in by_leader.items():
@@ -75,6 +78,9 @@ def fetch(
                         f"offset {positions[p]} is out of range for {topic}-{p}",
                         f"see the partition's offsets with `millpond topic describe {topic}`",
                     )
+                if part.error_code in RETRIABLE:  # e.g. leadership moved: ask again
+                    retry[p] = part.error_code
+                    continue
                 if part.error_code:
                     raise kafka_error(part.error_code, f"fetching from {topic}-{p}")
                 got = records.setdefault(p, [])
@@ -83,7 +89,7 @@ def fetch(
                     if batch.is_control:
                         continue
                     got.extend(r for r in batch.records() if r.offset >= positions[p])
-    return records, next_positions
+    return records, next_positions, retry
 
 
 def record_data(topic: str, partition: int, record: Record) -> dict[str, Any]:
@@ -178,6 +184,7 @@ class _Session:
         idle_until = time.monotonic() + idle_s
         beat_s = args.session_timeout_ms / 3000
         next_beat = time.monotonic() + beat_s
+        failing_since = 0.0
         while not self.limit_reached():
             if member is not None and time.monotonic() >= next_beat:
                 if not member.heartbeat():
@@ -190,7 +197,17 @@ class _Session:
                 time.sleep(0.5)
                 got: dict[int, list[Record]] = {}
             else:
-                got, moved = fetch(self.client, topic, leaders, active, max_wait_ms=500)
+                got, moved, retry = fetch(self.client, topic, leaders, active, max_wait_ms=500)
+                if retry:
+                    failing_since = failing_since or time.monotonic()
+                    if time.monotonic() - failing_since > args.timeout_ms / 1000:
+                        partition, code = next(iter(retry.items()))
+                        raise kafka_error(code, f"fetching from {topic}-{partition}")
+                    time.sleep(0.1)
+                    fresh = self.client.partitions(topic)
+                    leaders.update({p: fresh[p] for p in leaders})
+                else:
+                    failing_since = 0.0
                 for partition, records in sorted(got.items()):
                     for record in records:
                         if self.limit_reached():

@@ -596,7 +596,8 @@ def check_consume_as_a_group_member(bootstrap: str) -> None:
     run("produce", topic, bootstrap=bootstrap, stdin="".join(f"r{i}\n" for i in range(10)))
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-         "auto.offset.reset": "earliest", "partition.assignment.strategy": "range"}
+         "auto.offset.reset": "earliest", "partition.assignment.strategy": "range",
+         "heartbeat.interval.ms": 300}  # it hears of each rebalance within 0.3 s
     )  # fmt: skip
     assignments: list[list[int]] = []
     stop = threading.Event()

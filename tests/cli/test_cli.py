@@ -128,5 +128,20 @@ def test_produce_sends_again_where_nothing_was_written() -> None:
         assert scenarios.run("consume", topic, bootstrap=bootstrap).stdout == "a\nb\n"
 
 
+def test_consume_fetches_again_after_a_retriable_error() -> None:
+    """NOT_LEADER_OR_FOLLOWER on Fetch (injected twice) is retried after a metadata
+    refresh; a non-retriable error (TOPIC_AUTHORIZATION_FAILED) is reported."""
+    with testing.broker() as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = scenarios.name("refetch")
+        scenarios.run("topic", "create", topic, bootstrap=bootstrap)
+        scenarios.run("produce", topic, bootstrap=bootstrap, stdin="a\nb\n")
+        broker.fail("Fetch", "NOT_LEADER_OR_FOLLOWER", count=2)
+        assert scenarios.run("consume", topic, bootstrap=bootstrap).stdout == "a\nb\n"
+        broker.fail("Fetch", "TOPIC_AUTHORIZATION_FAILED", count=1)
+        failed = scenarios.run("consume", topic, bootstrap=bootstrap, code=1)
+        assert "TOPIC_AUTHORIZATION_FAILED" in failed.stderr
+
+
 def test_consume_as_a_group_member(bootstrap: str) -> None:
     scenarios.check_consume_as_a_group_member(bootstrap)

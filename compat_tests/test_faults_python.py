@@ -11,7 +11,7 @@ import functools
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,8 +33,13 @@ def running() -> Iterator[EmbeddedBroker]:
         yield embedded
 
 
-def _produce_all(bootstrap: str, topic: str, **config: object) -> list[KafkaError]:
-    """Send RECORDS values, keyed so they spread over the partitions; the delivery
+def _produce_all(
+    bootstrap: str, topic: str, install: Callable[[], object], **config: object
+) -> list[KafkaError]:
+    """Send RECORDS values, keyed so they spread over the partitions, and ``install``
+    the faults once the producer has a first record on every partition: a brand-new
+    producer's first sequence is taken as it comes (as Kafka does), so a refused first
+    batch with a later one in flight would leave a gap no retry fills. The delivery
     errors (none expected)."""
     producer = Producer(
         {
@@ -53,7 +58,11 @@ def _produce_all(bootstrap: str, topic: str, **config: object) -> list[KafkaErro
         if error is not None:
             errors.append(error)
 
-    for i in range(RECORDS):
+    for i in range(TOPIC_PARTITIONS):
+        producer.produce(topic, value=str(i).encode(), partition=i, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    install()
+    for i in range(TOPIC_PARTITIONS, RECORDS):
         producer.produce(
             topic, key=str(i % 7).encode(), value=str(i).encode(), on_delivery=delivered
         )
@@ -78,9 +87,12 @@ def test_an_idempotent_producer_retries_through_injected_errors(
 ) -> None:
     topic = f"retry-{error.lower()}"
     running.create_topic(topic, TOPIC_PARTITIONS)
-    running.fail("Produce", error, count=3, topic=topic)
-    running.fail("Produce", error, count=2, topic=topic, partition=1)
-    assert _produce_all(running.bootstrap_servers, topic) == []
+
+    def install() -> None:
+        running.fail("Produce", error, count=3, topic=topic)
+        running.fail("Produce", error, count=2, topic=topic, partition=1)
+
+    assert _produce_all(running.bootstrap_servers, topic, install) == []
     assert running.state()["faults"] == []  # all five requests were refused and retried
     _check_exactly_once_in_order(running, topic)
 
@@ -92,9 +104,9 @@ def test_a_retry_of_a_request_the_broker_wrote_but_answered_too_late_is_not_stor
     running.create_topic(topic, TOPIC_PARTITIONS)
     # The broker appends, then holds the answer past the client's timeout; the client
     # drops the connection and sends the same sequence numbers again.
-    running.delay("Produce", 2500, count=2, topic=topic)
     config = {"request.timeout.ms": 1000, "socket.timeout.ms": 1000, "message.timeout.ms": 30000}
-    assert _produce_all(running.bootstrap_servers, topic, **config) == []
+    install = functools.partial(running.delay, "Produce", 2500, count=2, topic=topic)
+    assert _produce_all(running.bootstrap_servers, topic, install, **config) == []
     assert running.state()["faults"] == []
     _check_exactly_once_in_order(running, topic)
 
@@ -104,8 +116,8 @@ def test_a_producer_reconnects_after_the_broker_closes_its_connection(
 ) -> None:
     topic = "retry-after-close"
     running.create_topic(topic, TOPIC_PARTITIONS)
-    running.close("Produce", count=2, topic=topic)
-    assert _produce_all(running.bootstrap_servers, topic) == []
+    install = functools.partial(running.close, "Produce", count=2, topic=topic)
+    assert _produce_all(running.bootstrap_servers, topic, install) == []
     assert running.state()["faults"] == []
     _check_exactly_once_in_order(running, topic)
 

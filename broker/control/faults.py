@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from millpond.wire.message import Struct
 #: Longest delay a rule may ask for: ten minutes is past every client timeout.
 MAX_DELAY_MS = 600_000
 INT32_MAX = 2**31 - 1
+SPENT_KEPT = 256
 _TOPIC_FIELDS = ("name", "topic")
 _PARTITION_FIELDS = ("partition_index", "index", "partition")
 _PARTITION_LISTS = ("partition_indexes", "partitions", "partition_data")
@@ -106,6 +108,8 @@ class FaultPlan:
 
     def __init__(self) -> None:
         self._rules: list[FaultRule] = []
+        #: Rules used up, newest last: how often each fired stays visible afterwards.
+        self._spent: deque[FaultRule] = deque(maxlen=SPENT_KEPT)
         self._ids = itertools.count(1)
 
     def add(self, rule: FaultRule) -> FaultRule:
@@ -127,6 +131,10 @@ class FaultPlan:
 
     def rules(self) -> list[FaultRule]:
         return list(self._rules)
+
+    def spent(self) -> list[FaultRule]:
+        """The last :data:`SPENT_KEPT` rules that were used up, oldest first."""
+        return list(self._spent)
 
     def remove(self, rule_id: int) -> bool:
         before = len(self._rules)
@@ -162,6 +170,7 @@ class FaultPlan:
             rule.applied += 1
             if rule.count is not None and rule.applied >= rule.count:
                 self._rules.remove(rule)
+                self._spent.append(rule)
             return rule
         return None
 

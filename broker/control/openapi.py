@@ -309,7 +309,7 @@ def openapi() -> dict[str, Any]:
             "/v1/state": {
                 "get": {
                     "summary": "Live state: groups, idempotent producers per partition, fetch "
-                    "sessions, the clock and the fault rules.",
+                    "sessions, the clock, the active fault rules and the last used-up ones.",
                     "responses": {
                         "200": _json(
                             {
@@ -324,6 +324,12 @@ def openapi() -> dict[str, Any]:
                                     },
                                     "clock": {"oneOf": [_ref("Clock"), {"type": "null"}]},
                                     "faults": {"type": "array", "items": _ref("Fault")},
+                                    "spent_faults": {
+                                        "description": "The last rules used up, with how "
+                                        "often each fired.",
+                                        "type": "array",
+                                        "items": _ref("Fault"),
+                                    },
                                 },
                             },
                             "The state.",

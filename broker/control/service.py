@@ -198,6 +198,7 @@ class BrokerControl:
             if isinstance(self._broker.clock, ControlledClock)
             else None,
             "faults": [rule.to_data() for rule in self.faults.rules()],
+            "spent_faults": [rule.to_data() for rule in self.faults.spent()],
         }
 
 

@@ -78,7 +78,9 @@ def test_an_error_rule_refuses_the_next_requests_and_writes_nothing(
     assert running.records("t") == []
     assert _produce_error(client, "t", 0, b"c") == ErrorCode.NONE  # the rule is used up
     assert [r.value for r in running.records("t")] == [b"c"]
-    assert running.state()["faults"] == []
+    state = running.state()
+    assert state["faults"] == []
+    assert [(f["id"], f["applied"]) for f in state["spent_faults"]] == [(rule["id"], 2)]
 
 
 def test_topic_partition_and_client_filters_pick_only_their_requests(

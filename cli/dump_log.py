@@ -15,15 +15,17 @@ import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from millpond.cli import add_command
 from millpond.cli.errors import CliError
+from millpond.cli.offsets_decoder import decode_record
 from millpond.cli.output import emit_json
 from millpond.storage.names import parse_partition_dir_name, parse_segment_file_name
 from millpond.wire import DecodeError
 from millpond.wire.records import (
     ControlRecordType,
+    Record,
     RecordBatch,
     TimestampType,
     iter_batches,
@@ -70,7 +72,11 @@ def _text(value: bytes | None) -> str:
     return "" if value is None else value.decode("utf-8", "replace")
 
 
-def _batch_data(batch: RecordBatch, position: int, print_data: bool) -> dict[str, Any]:
+#: How records print: not at all, as text, or decoded as ``__consumer_offsets`` records.
+Decoder = Literal["none", "text", "offsets"]
+
+
+def _batch_data(batch: RecordBatch, position: int, decoder: Decoder) -> dict[str, Any]:
     sequence = batch.base_sequence
     horizon = batch.delete_horizon_ms
     data: dict[str, Any] = {
@@ -94,11 +100,8 @@ def _batch_data(batch: RecordBatch, position: int, print_data: bool) -> dict[str
         "crc": batch.crc,
         "isvalid": batch.is_valid(),
     }
-    if print_data:
-        data["records"] = [
-            _record_data(batch, r.offset, r.offset_delta, r.timestamp, r.key, r.value, r.headers)
-            for r in batch.records()
-        ]
+    if decoder != "none":
+        data["records"] = [_record_data(batch, r, decoder) for r in batch.records()]
     return data
 
 
@@ -106,22 +109,16 @@ def _time_name(kind: TimestampType) -> str:
     return "LogAppendTime" if kind == TimestampType.LOG_APPEND_TIME else "CreateTime"
 
 
-def _record_data(
-    batch: RecordBatch,
-    offset: int,
-    delta: int,
-    timestamp: int,
-    key: bytes | None,
-    value: bytes | None,
-    headers: list[tuple[str, bytes | None]],
-) -> dict[str, Any]:
+def _record_data(batch: RecordBatch, record: Record, decoder: Decoder) -> dict[str, Any]:
+    key, value = record.key, record.value
+    sequence = batch.base_sequence
     data: dict[str, Any] = {
-        "offset": offset,
-        "timestamp": timestamp,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
         "keySize": -1 if key is None else len(key),
         "valueSize": -1 if value is None else len(value),
-        "sequence": batch.base_sequence + delta if batch.base_sequence >= 0 else -1,
-        "headerKeys": [k for k, _ in headers],
+        "sequence": sequence + record.offset_delta if sequence >= 0 else -1,
+        "headerKeys": [k for k, _ in record.headers],
     }
     if batch.is_control:
         control = parse_control_key(key)
@@ -131,6 +128,8 @@ def _record_data(
             data["coordinatorEpoch"] = marker.coordinator_epoch
         else:
             data["controlType"] = f"UNKNOWN({control.type})"
+    elif decoder == "offsets":
+        data["key"], data["payload"] = decode_record(key, value)
     else:
         if key is not None:
             data["key"] = _text(key)
@@ -138,7 +137,7 @@ def _record_data(
     return data
 
 
-def dump_log(path: Path, print_data: bool) -> dict[str, Any]:
+def dump_log(path: Path, decoder: Decoder) -> dict[str, Any]:
     name = parse_segment_file_name(path.name)
     view = _map(path)
     batches: list[dict[str, Any]] = []
@@ -148,7 +147,7 @@ def dump_log(path: Path, print_data: bool) -> dict[str, Any]:
         if len(view) and read_magic(view) != 2:
             raise DecodeError(f"magic {read_magic(view)} (a legacy message set)")
         for batch in iter_batches(view):
-            batches.append(_batch_data(batch, position, print_data))
+            batches.append(_batch_data(batch, position, decoder))
             position += batch.size_in_bytes
     except DecodeError as exc:
         problem = f"cannot decode at position {position}: {exc}"
@@ -223,7 +222,12 @@ def _dump(args: argparse.Namespace) -> int:
     for path in _files(args.files):
         kind = path.suffix
         if kind == ".log":
-            dump = dump_log(path, args.print_data_log)
+            decoder: Decoder = "none"
+            if args.offsets_decoder:
+                decoder = "offsets"
+            elif args.print_data_log:
+                decoder = "text"
+            dump = dump_log(path, decoder)
         elif kind in (".index", ".timeindex"):
             dump = dump_index(path)
         else:
@@ -267,5 +271,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=["text", "json"],
         default="text",
         help="kafka-dump-log's lines (default), or JSON",
+    )
+    parser.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode __consumer_offsets records (offset commits, group metadata) as JSON",
     )
     parser.set_defaults(run=_dump)

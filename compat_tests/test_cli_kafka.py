@@ -47,10 +47,10 @@ def millpond_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         yield bootstrap, work / "data"
 
 
-def _same_as_kafkas_tool(partition_dir: Path) -> None:
+def _same_as_kafkas_tool(partition_dir: Path, option: str = "--print-data-log") -> None:
     segment = str(partition_dir / "00000000000000000000.log")
-    ours = scenarios.run("dump-log", "--files", segment, "--print-data-log").stdout
-    assert ours == dump_log_segments([segment], "--print-data-log")
+    ours = scenarios.run("dump-log", "--files", segment, option).stdout
+    assert ours == dump_log_segments([segment], option)
 
 
 def test_dump_log_of_millpond_data_reads_as_kafkas_tool_does(
@@ -72,5 +72,20 @@ def test_bench(broker_bootstrap: str) -> None:
     scenarios.check_bench(broker_bootstrap)
 
 
-def test_consume_as_a_group_member(broker_bootstrap: str) -> None:
-    scenarios.check_consume_as_a_group_member(broker_bootstrap)
+def test_offsets_decoder_on_millpond_data_reads_as_kafkas_tool_does(
+    millpond_data: tuple[str, Path],
+) -> None:
+    bootstrap, data = millpond_data
+    topic, group, partition = scenarios.check_consume_as_a_group_member(bootstrap)
+    scenarios.check_offsets_decoder(data, topic, group, partition)
+    for directory in sorted(data.glob("__consumer_offsets-*")):
+        _same_as_kafkas_tool(directory, "--offsets-decoder")
+
+
+def test_offsets_decoder_on_kafka_data_reads_as_kafkas_tool_does(
+    reference_kafka: RunningBroker,
+) -> None:
+    topic, group, partition = scenarios.check_consume_as_a_group_member(reference_kafka.bootstrap)
+    scenarios.check_offsets_decoder(reference_kafka.log_dir, topic, group, partition)
+    for directory in sorted(reference_kafka.log_dir.glob("__consumer_offsets-*")):
+        _same_as_kafkas_tool(directory, "--offsets-decoder")

@@ -585,10 +585,11 @@ def check_active_group(bootstrap: str, topic: str, group: str) -> None:
         consumer.close()
 
 
-def check_consume_as_a_group_member(bootstrap: str) -> None:
+def check_consume_as_a_group_member(bootstrap: str) -> tuple[str, str, int]:
     """``consume --group`` joins a group that a confluent-kafka consumer is in: the range
     assignor gives each one partition, the CLI reads and commits only its own, and the
-    other member is assigned the other partition meanwhile."""
+    other member is assigned the other partition meanwhile. Returns (topic, group, the
+    partition the CLI read)."""
     import threading
 
     topic, group = name("member"), name("shared")
@@ -630,3 +631,28 @@ def check_consume_as_a_group_member(bootstrap: str) -> None:
         stop.set()
         poller.join()
         consumer.close()
+    return topic, group, mine
+
+
+def check_offsets_decoder(data_dir: Path, topic: str, group: str, partition: int) -> None:
+    """``dump-log --offsets-decoder`` shows the CLI member's commit and the group's
+    metadata (both members, their decoded subscriptions and assignments)."""
+    dirs = [str(d) for d in sorted(data_dir.glob("__consumer_offsets-*"))]
+    lines = run("dump-log", "--files", *dirs, "--offsets-decoder").stdout.splitlines()
+    key = {"type": "1", "data": {"group": group, "topic": topic, "partition": partition}}
+    commits = [
+        json.loads(line.split(" payload: ")[1])
+        for line in lines
+        if " key: " in line and json.loads(line.split(" key: ")[1].split(" payload: ")[0]) == key
+    ]
+    assert [c["data"]["offset"] for c in commits] == [5]
+    metadata = [
+        json.loads(line.split(" payload: ")[1])["data"]
+        for line in lines
+        if f'key: {{"type":"2","data":{{"group":"{group}"}}}} payload: {{' in line
+    ]
+    both = [m for m in metadata if len(m["members"]) == 2]
+    assert both and both[0]["protocolType"] == "consumer" and both[0]["protocol"] == "range"
+    cli = next(m for m in both[0]["members"] if m["clientId"] == "millpond-cli")
+    assert cli["subscription"] == {"topics": [topic], "userData": None}
+    assert cli["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [partition]}]

@@ -143,5 +143,7 @@ def test_consume_fetches_again_after_a_retriable_error() -> None:
         assert "TOPIC_AUTHORIZATION_FAILED" in failed.stderr
 
 
-def test_consume_as_a_group_member(bootstrap: str) -> None:
-    scenarios.check_consume_as_a_group_member(bootstrap)
+def test_consume_as_a_group_member_and_dump_its_offsets(served: tuple[str, Path]) -> None:
+    bootstrap, data = served
+    topic, group, partition = scenarios.check_consume_as_a_group_member(bootstrap)
+    scenarios.check_offsets_decoder(data, topic, group, partition)

@@ -1,0 +1,133 @@
+"""``dump-log --offsets-decoder``: ``__consumer_offsets`` records as Kafka's tool shows them.
+
+A record's key starts with its type (the coordinator record's api key) and its value
+with a version; both print as JSON in the shape of Kafka's generated JSON converters:
+``{"type": "1", "data": {...}}`` and ``{"version": "4", "data": {...}}``, field names in
+the specs' camelCase, bytes in base64, uuids in Kafka's base64 form, tagged fields only
+when set. The members of a "consumer" group show their subscription and assignment
+decoded; a deleted key's value is ``<DELETE>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from functools import cache
+from typing import Any
+
+from millpond.wire import DecodeError, Message, Struct
+from millpond.wire.api import load_message_class
+from millpond.wire.generated.data.consumer_protocol_assignment import (
+    ConsumerProtocolAssignment,
+)
+from millpond.wire.generated.data.consumer_protocol_subscription import (
+    ConsumerProtocolSubscription,
+)
+from millpond.wire.generated.group_coordinator import SPECS
+from millpond.wire.message import uuid_to_str
+from millpond.wire.primitives import DECODE_FAILURES
+
+_INT16 = struct.Struct(">h")
+#: GroupMetadataValue's member fields that hold consumer protocol messages.
+_CONSUMER_PROTOCOL: dict[str, type[Message]] = {
+    "subscription": ConsumerProtocolSubscription,
+    "assignment": ConsumerProtocolAssignment,
+}
+
+
+@cache
+def _classes() -> dict[tuple[str, int], type[Message]]:
+    """``(coordinator-key | coordinator-value, api key) -> message class``."""
+    return {
+        (spec.type, spec.api_key): load_message_class(spec.module, spec.name)
+        for spec in SPECS
+        if spec.api_key is not None
+    }
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def kafka_json(message: Message | Struct, version: int, consumer: bool = False) -> dict[str, Any]:
+    """``message`` at ``version`` as Kafka's JSON converters write it; ``consumer``: decode
+    the subscription and assignment bytes of a consumer group's members."""
+    out: dict[str, Any] = {}
+    for field in message._FIELDS:
+        if not field.present(version):
+            continue
+        value = getattr(message, field.name)
+        if field.tagged_at(version) and value == field.default:
+            continue
+        if consumer and field.name in _CONSUMER_PROTOCOL and value is not None:
+            decoded = _versioned(_CONSUMER_PROTOCOL[field.name], bytes(value))
+            if decoded is not None:
+                out[_camel(field.name)] = kafka_json(decoded[0], decoded[1])
+                continue
+        out[_camel(field.name)] = _value(field.kind, field.element, value, version, consumer)
+    return out
+
+
+def _value(kind: str, element: str | None, value: Any, version: int, consumer: bool) -> Any:
+    if value is None:
+        return None
+    if kind == "struct":
+        return kafka_json(value, version, consumer)
+    if kind == "array":
+        assert element is not None
+        return [_value(element, None, v, version, consumer) for v in value]
+    if kind == "uuid":
+        return uuid_to_str(value)
+    if kind in ("bytes", "records"):
+        return base64.b64encode(bytes(value)).decode()
+    return value
+
+
+def _versioned(cls: type[Message], data: bytes) -> tuple[Message, int] | None:
+    """A message behind its int16 version, read whole at that version; None if it isn't."""
+    if len(data) < 2:
+        return None
+    (version,) = _INT16.unpack_from(data)
+    if not cls.supports(version):
+        return None
+    try:
+        message, end = cls.read(data, 2, version)
+    except (DecodeError, *DECODE_FAILURES):
+        return None
+    return (message, version) if end == len(data) else None
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
+    """``(key, payload)`` texts of one ``__consumer_offsets`` record."""
+    if key is None or len(key) < 2:
+        return "null", "<UNKNOWN>"
+    (record_type,) = _INT16.unpack_from(key)
+    key_class = _classes().get(("coordinator-key", record_type))
+    decoded_key = _versioned_key(key_class, key) if key_class else None
+    if decoded_key is None:
+        return f"unknown::version={record_type}", "<UNKNOWN>"
+    key_text = _dumps({"type": str(record_type), "data": kafka_json(decoded_key, 0)})
+    if value is None:
+        return key_text, "<DELETE>"
+    value_class = _classes().get(("coordinator-value", record_type))
+    decoded = _versioned(value_class, value) if value_class else None
+    if decoded is None:
+        return key_text, "<UNKNOWN>"
+    message, version = decoded
+    consumer = getattr(message, "protocol_type", None) == "consumer"
+    data = kafka_json(message, version, consumer)
+    return key_text, _dumps({"version": str(version), "data": data})
+
+
+def _versioned_key(cls: type[Message], key: bytes) -> Message | None:
+    try:
+        message, end = cls.read(key, 2, 0)
+    except (DecodeError, *DECODE_FAILURES):
+        return None
+    return message if end == len(key) else None

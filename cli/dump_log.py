@@ -3,8 +3,10 @@
 Prints the batches of ``.log`` files (and, with ``--print-data-log``, their records) and
 the entries of ``.index`` and ``.timeindex`` files in the line format of Kafka's
 kafka-dump-log, so output from millpond's data and Kafka's can be compared line for
-line. A directory is a partition directory or a whole data directory: every ``.log``
-file under it, partition by partition. Reads files only; needs no broker.
+line; ``--offsets-decoder`` and ``--cluster-metadata-decoder`` show the records of
+``__consumer_offsets`` and ``__cluster_metadata`` as JSON, as that tool does. A directory
+is a partition directory or a whole data directory: every ``.log`` file under it,
+partition by partition. Reads files only; needs no broker.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any, Literal
 
 from millpond.cli import add_command
 from millpond.cli.errors import CliError
-from millpond.cli.offsets_decoder import decode_record
 from millpond.cli.output import emit_json
+from millpond.cli.record_json import decode_control, decode_metadata_value, decode_offsets_record
 from millpond.storage.names import parse_partition_dir_name, parse_segment_file_name
 from millpond.wire import DecodeError
 from millpond.wire.records import (
@@ -72,8 +74,8 @@ def _text(value: bytes | None) -> str:
     return "" if value is None else value.decode("utf-8", "replace")
 
 
-#: How records print: not at all, as text, or decoded as ``__consumer_offsets`` records.
-Decoder = Literal["none", "text", "offsets"]
+#: How records print: not at all, as text, or decoded as records of an internal topic.
+Decoder = Literal["none", "text", "offsets", "metadata"]
 
 
 def _batch_data(batch: RecordBatch, position: int, decoder: Decoder) -> dict[str, Any]:
@@ -127,9 +129,11 @@ def _record_data(batch: RecordBatch, record: Record, decoder: Decoder) -> dict[s
             data["endTxnMarker"] = ControlRecordType(control.type).name
             data["coordinatorEpoch"] = marker.coordinator_epoch
         else:
-            data["controlType"] = f"UNKNOWN({control.type})"
+            data["control"] = decode_control(control.type, value) or f"UNKNOWN({control.type})"
     elif decoder == "offsets":
-        data["key"], data["payload"] = decode_record(key, value)
+        data["key"], data["payload"] = decode_offsets_record(key, value)
+    elif decoder == "metadata" and (decoded := decode_metadata_value(value)) is not None:
+        data["payload"] = decoded
     else:
         if key is not None:
             data["key"] = _text(key)
@@ -205,8 +209,8 @@ def _print_log(dump: dict[str, Any], out: Any) -> None:
             if "endTxnMarker" in r:
                 line += f" endTxnMarker: {r['endTxnMarker']} coordinatorEpoch: "
                 line += str(r["coordinatorEpoch"])
-            elif "controlType" in r:
-                line += f" controlType: {r['controlType']}"
+            elif "control" in r:
+                line += f" {r['control']}"
             else:
                 if "key" in r:
                     line += f" key: {r['key']}"
@@ -225,6 +229,8 @@ def _dump(args: argparse.Namespace) -> int:
             decoder: Decoder = "none"
             if args.offsets_decoder:
                 decoder = "offsets"
+            elif args.cluster_metadata_decoder:
+                decoder = "metadata"
             elif args.print_data_log:
                 decoder = "text"
             dump = dump_log(path, decoder)
@@ -276,5 +282,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--offsets-decoder",
         action="store_true",
         help="decode __consumer_offsets records (offset commits, group metadata) as JSON",
+    )
+    parser.add_argument(
+        "--cluster-metadata-decoder",
+        action="store_true",
+        help="decode __cluster_metadata records (topics, partitions, brokers...) as JSON",
     )
     parser.set_defaults(run=_dump)

@@ -5,6 +5,7 @@ The CLI speaks only the Kafka protocol, so it must serve Kafka's own broker as w
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,20 +73,36 @@ def test_bench(broker_bootstrap: str) -> None:
     scenarios.check_bench(broker_bootstrap)
 
 
-def test_offsets_decoder_on_millpond_data_reads_as_kafkas_tool_does(
-    millpond_data: tuple[str, Path],
+def _internal_topics_read_as_kafkas_tool_does(data: Path, copies: Path) -> None:
+    """Both decoders on copies of the internal topics' first segments (the brokers keep
+    appending to them), copied under their own names as Kafka's tool needs."""
+    for directory in [*sorted(data.glob("__consumer_offsets-*")), data / "__cluster_metadata-0"]:
+        copy = copies / directory.name
+        copy.mkdir(parents=True)
+        shutil.copy(directory / "00000000000000000000.log", copy)
+        options = ["--print-data-log"]
+        options += (
+            ["--cluster-metadata-decoder"] if "metadata" in copy.name else ["--offsets-decoder"]
+        )
+        for option in options:
+            _same_as_kafkas_tool(copy, option)
+
+
+def test_internal_topics_of_millpond_read_as_kafkas_tool_does(
+    millpond_data: tuple[str, Path], tmp_path: Path
 ) -> None:
     bootstrap, data = millpond_data
     topic, group, partition = scenarios.check_consume_as_a_group_member(bootstrap)
     scenarios.check_offsets_decoder(data, topic, group, partition)
-    for directory in sorted(data.glob("__consumer_offsets-*")):
-        _same_as_kafkas_tool(directory, "--offsets-decoder")
+    scenarios.check_cluster_metadata_decoder(data, topic)
+    _internal_topics_read_as_kafkas_tool_does(data, tmp_path)
 
 
-def test_offsets_decoder_on_kafka_data_reads_as_kafkas_tool_does(
-    reference_kafka: RunningBroker,
+def test_internal_topics_of_kafka_read_as_kafkas_tool_does(
+    reference_kafka: RunningBroker, tmp_path: Path
 ) -> None:
     topic, group, partition = scenarios.check_consume_as_a_group_member(reference_kafka.bootstrap)
-    scenarios.check_offsets_decoder(reference_kafka.log_dir, topic, group, partition)
-    for directory in sorted(reference_kafka.log_dir.glob("__consumer_offsets-*")):
-        _same_as_kafkas_tool(directory, "--offsets-decoder")
+    data = reference_kafka.log_dir
+    scenarios.check_offsets_decoder(data, topic, group, partition)
+    scenarios.check_cluster_metadata_decoder(data, topic)
+    _internal_topics_read_as_kafkas_tool_does(data, tmp_path)

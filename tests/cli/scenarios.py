@@ -656,3 +656,24 @@ def check_offsets_decoder(data_dir: Path, topic: str, group: str, partition: int
     cli = next(m for m in both[0]["members"] if m["clientId"] == "millpond-cli")
     assert cli["subscription"] == {"topics": [topic], "userData": None}
     assert cli["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [partition]}]
+
+
+def check_cluster_metadata_decoder(data_dir: Path, topic: str) -> None:
+    """``dump-log --cluster-metadata-decoder`` shows the topic's TopicRecord and
+    PartitionRecords, and the quorum's LeaderChange control record."""
+    segment = data_dir / "__cluster_metadata-0" / "00000000000000000000.log"
+    lines = run("dump-log", "--files", str(segment), "--cluster-metadata-decoder").stdout
+    payloads = [
+        json.loads(line.split(" payload: ")[1])
+        for line in lines.splitlines()
+        if line.startswith("| ") and " payload: " in line
+    ]
+    (created,) = [p for p in payloads if p["type"] == "TOPIC_RECORD" and p["data"]["name"] == topic]
+    parts = [
+        p["data"]
+        for p in payloads
+        if p["type"] == "PARTITION_RECORD" and p["data"]["topicId"] == created["data"]["topicId"]
+    ]
+    assert sorted(p["partitionId"] for p in parts) == [0, 1]
+    assert all(p["leader"] >= 0 and p["replicas"] == p["isr"] for p in parts)
+    assert '] LeaderChange: {"version":' in lines

@@ -143,7 +143,10 @@ def test_consume_fetches_again_after_a_retriable_error() -> None:
         assert "TOPIC_AUTHORIZATION_FAILED" in failed.stderr
 
 
-def test_consume_as_a_group_member_and_dump_its_offsets(served: tuple[str, Path]) -> None:
+def test_consume_as_a_group_member_and_dump_the_internal_topics(
+    served: tuple[str, Path],
+) -> None:
     bootstrap, data = served
     topic, group, partition = scenarios.check_consume_as_a_group_member(bootstrap)
     scenarios.check_offsets_decoder(data, topic, group, partition)
+    scenarios.check_cluster_metadata_decoder(data, topic)

@@ -1,11 +1,15 @@
-"""``dump-log --offsets-decoder``: ``__consumer_offsets`` records as Kafka's tool shows them.
+"""Records of Kafka's internal topics as Kafka's kafka-dump-log shows them: JSON in the
+shape of Kafka's generated JSON converters (field names in the specs' camelCase, bytes in
+base64, uuids in Kafka's base64 form, tagged fields only when set).
 
-A record's key starts with its type (the coordinator record's api key) and its value
-with a version; both print as JSON in the shape of Kafka's generated JSON converters:
-``{"type": "1", "data": {...}}`` and ``{"version": "4", "data": {...}}``, field names in
-the specs' camelCase, bytes in base64, uuids in Kafka's base64 form, tagged fields only
-when set. The members of a "consumer" group show their subscription and assignment
-decoded; a deleted key's value is ``<DELETE>``.
+- ``__consumer_offsets`` (``--offsets-decoder``): a key starts with its type (the
+  coordinator record's api key), a value with its version: ``{"type": "1", "data":
+  {...}}`` and ``{"version": "4", "data": {...}}``; a consumer group's members show their
+  subscription and assignment decoded; a deleted key's value is ``<DELETE>``.
+- ``__cluster_metadata`` (``--cluster-metadata-decoder``): each value is a framed metadata
+  record, ``{"type": "TOPIC_RECORD", "version": 0, "data": {...}}``.
+- KRaft's control records (leader changes, the kraft.version, the voter set), which the
+  tool always decodes.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import struct
 from functools import cache
 from typing import Any
 
+from millpond.controller.record_serde import decode_metadata_record
 from millpond.wire import DecodeError, Message, Struct
 from millpond.wire.api import load_message_class
 from millpond.wire.generated.data.consumer_protocol_assignment import (
@@ -24,11 +29,24 @@ from millpond.wire.generated.data.consumer_protocol_assignment import (
 from millpond.wire.generated.data.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
+from millpond.wire.generated.data.k_raft_version_record import KRaftVersionRecord
+from millpond.wire.generated.data.leader_change_message import LeaderChangeMessage
+from millpond.wire.generated.data.snapshot_footer_record import SnapshotFooterRecord
+from millpond.wire.generated.data.snapshot_header_record import SnapshotHeaderRecord
+from millpond.wire.generated.data.voters_record import VotersRecord
 from millpond.wire.generated.group_coordinator import SPECS
-from millpond.wire.message import uuid_to_str
+from millpond.wire.message import Field, uuid_to_str
 from millpond.wire.primitives import DECODE_FAILURES
 
 _INT16 = struct.Struct(">h")
+#: KRaft's control record types: how the tool labels each, and its message.
+_CONTROL: dict[int, tuple[str, type[Message]]] = {
+    2: ("LeaderChange:", LeaderChangeMessage),
+    3: ("SnapshotHeader", SnapshotHeaderRecord),
+    4: ("SnapshotFooter", SnapshotFooterRecord),
+    5: ("KRaftVersion", KRaftVersionRecord),
+    6: ("KRaftVoters", VotersRecord),
+}
 #: GroupMetadataValue's member fields that hold consumer protocol messages.
 _CONSUMER_PROTOCOL: dict[str, type[Message]] = {
     "subscription": ConsumerProtocolSubscription,
@@ -59,7 +77,7 @@ def kafka_json(message: Message | Struct, version: int, consumer: bool = False) 
         if not field.present(version):
             continue
         value = getattr(message, field.name)
-        if field.tagged_at(version) and value == field.default:
+        if field.tagged_at(version) and value == _default(field, version):
             continue
         if consumer and field.name in _CONSUMER_PROTOCOL and value is not None:
             decoded = _versioned(_CONSUMER_PROTOCOL[field.name], bytes(value))
@@ -68,6 +86,13 @@ def kafka_json(message: Message | Struct, version: int, consumer: bool = False) 
                 continue
         out[_camel(field.name)] = _value(field.kind, field.element, value, version, consumer)
     return out
+
+
+def _default(field: Field, version: int) -> Any:
+    """A field's default as its converter compares it: a non-nullable array's is empty."""
+    if field.kind == "array" and field.default is None and not field.nullable_at(version):
+        return []
+    return field.default
 
 
 def _value(kind: str, element: str | None, value: Any, version: int, consumer: bool) -> Any:
@@ -103,7 +128,7 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
+def decode_offsets_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
     """``(key, payload)`` texts of one ``__consumer_offsets`` record."""
     if key is None or len(key) < 2:
         return "null", "<UNKNOWN>"
@@ -131,3 +156,34 @@ def _versioned_key(cls: type[Message], key: bytes) -> Message | None:
     except (DecodeError, *DECODE_FAILURES):
         return None
     return message if end == len(key) else None
+
+
+def decode_metadata_value(value: bytes | None) -> str | None:
+    """A ``__cluster_metadata`` record's value as JSON; None if it is not one."""
+    try:
+        record = decode_metadata_record(value)
+    except DecodeError:
+        return None
+    name = record.message.NAME
+    kind = "".join(f"_{c}" if c.isupper() and i else c for i, c in enumerate(name)).upper()
+    data = kafka_json(record.message, record.version)
+    return _dumps({"type": kind, "version": record.version, "data": data})
+
+
+def decode_control(control_type: int, value: bytes | None) -> str | None:
+    """A KRaft control record as the tool prints it (``KRaftVersion {...}``); None for a
+    type it is not, or a value that does not decode."""
+    known = _CONTROL.get(control_type)
+    if known is None or value is None or len(value) < 2:
+        return None
+    label, cls = known
+    (version,) = _INT16.unpack_from(value)  # the message's own first field
+    if not cls.supports(version):
+        return None
+    try:
+        message, end = cls.read(value, 0, version)
+    except (DecodeError, *DECODE_FAILURES):
+        return None
+    if end != len(value):
+        return None
+    return f"{label} {_dumps(kafka_json(message, version))}"

@@ -208,6 +208,8 @@ def _produce(args: argparse.Namespace) -> int:
             pending: dict[int, list[NewRecord]] = {}
             buffered = 0
             next_partition = 0
+            # A person typing at a terminal sees each line sent as they press Enter.
+            batch_size = 1 if source.isatty() else args.batch_size
             for record in records_of(source, separator, headers):
                 if args.partition is not None:
                     partition = args.partition
@@ -218,7 +220,7 @@ def _produce(args: argparse.Namespace) -> int:
                 pending.setdefault(partition, []).append(record)
                 buffered += 1
                 progress.advance(len(record.value or b"") + len(record.key or b"") + 1)
-                if buffered >= args.batch_size:
+                if buffered >= batch_size:
                     producer.send(pending)
                     pending, buffered = {}, 0
             producer.send(pending)
@@ -280,7 +282,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=int,
         default=1000,
         metavar="N",
-        help="records per Produce request (default 1000)",
+        help="records per Produce request (default 1000; 1 when typed at a terminal)",
     )
     add_connection(parser)
     parser.set_defaults(run=_produce)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +151,32 @@ def test_consume_as_a_group_member_and_dump_the_internal_topics(
     topic, group, partition = scenarios.check_consume_as_a_group_member(bootstrap)
     scenarios.check_offsets_decoder(data, topic, group, partition)
     scenarios.check_cluster_metadata_decoder(data, topic)
+
+
+def test_produce_sends_each_line_typed_at_a_terminal(bootstrap: str) -> None:
+    """From a terminal, a line is produced as soon as it is typed (not at end of input)."""
+    topic = scenarios.name("typed")
+    scenarios.run("topic", "create", topic, bootstrap=bootstrap)
+    main, terminal = pty.openpty()
+    command = [scenarios.MILLPOND, "produce", topic, "--bootstrap-server", bootstrap]
+    try:
+        with subprocess.Popen(command, stdin=terminal, stdout=subprocess.DEVNULL) as proc:
+            try:
+                os.write(main, b"first line\n")
+                deadline = time.monotonic() + 20
+                while (
+                    scenarios.end_offsets_sum(bootstrap, topic, 1) < 1
+                    and time.monotonic() < deadline
+                ):
+                    time.sleep(0.05)
+                consumed = scenarios.run("consume", topic, bootstrap=bootstrap).stdout
+                assert consumed == "first line\n"
+                assert proc.poll() is None  # still reading the terminal
+                os.write(main, b"\x04")  # Ctrl-D: end of input
+                assert proc.wait(timeout=20) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+    finally:
+        os.close(main)
+        os.close(terminal)

@@ -19,13 +19,9 @@ from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, emit_json, table
+from millpond.cli.produce import produce_request
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
-from millpond.wire.generated.api.produce_request import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
 from millpond.wire.records import Compression, NewRecord, build_batch, iter_batches
 
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
@@ -128,17 +124,8 @@ def _produce(args: argparse.Namespace) -> int:
                         compression=Compression[args.compression.upper()],
                     )
                 )
-                request = ProduceRequest(
-                    acks=args.acks,
-                    timeout_ms=args.timeout_ms,
-                    transactional_id=None,
-                    topic_data=[
-                        TopicProduceData(
-                            name=args.topic,
-                            topic_id=topic_id,
-                            partition_data=[PartitionProduceData(index=partition, records=records)],
-                        )
-                    ],
+                request = produce_request(
+                    args.topic, topic_id, {partition: records}, args.acks, args.timeout_ms
                 )
                 conn = client.node(leaders[partition])
                 began = time.perf_counter()

@@ -94,6 +94,26 @@ def records_of(
         yield NewRecord(key=key, value=line, headers=headers)
 
 
+def produce_request(
+    topic: str, topic_id: bytes, batches: dict[int, bytes], acks: int, timeout_ms: int
+) -> ProduceRequest:
+    """One Produce of a batch per partition (names and ids both set: the version picks)."""
+    return ProduceRequest(
+        acks=acks,
+        timeout_ms=timeout_ms,
+        transactional_id=None,
+        topic_data=[
+            TopicProduceData(
+                name=topic,
+                topic_id=topic_id,
+                partition_data=[
+                    PartitionProduceData(index=p, records=b) for p, b in sorted(batches.items())
+                ],
+            )
+        ],
+    )
+
+
 class Producer:
     """Sends batches of records to their partitions' leaders and remembers what landed."""
 
@@ -131,22 +151,9 @@ class Producer:
 
     def _send_to(self, leader: int, parts: dict[int, list[NewRecord]]) -> dict[int, int]:
         """Send one Produce to ``leader``; returns the partitions to send again."""
-        request = ProduceRequest(
-            acks=self.acks,
-            timeout_ms=self.timeout_ms,
-            transactional_id=None,
-            topic_data=[
-                TopicProduceData(
-                    name=self.topic,
-                    topic_id=self.client.topic_id(self.topic),
-                    partition_data=[
-                        PartitionProduceData(
-                            index=p, records=build_batch(recs, compression=self.compression)
-                        )
-                        for p, recs in sorted(parts.items())
-                    ],
-                )
-            ],
+        batches = {p: build_batch(recs, compression=self.compression) for p, recs in parts.items()}
+        request = produce_request(
+            self.topic, self.client.topic_id(self.topic), batches, self.acks, self.timeout_ms
         )
         conn = self.client.node(leader)
         if self.acks == 0:

@@ -50,15 +50,22 @@ COORDINATOR_MOVED = frozenset(
     }
 )
 
-#: The versions this client's code reads and writes, per API key: from the oldest shape it
-#: handles to the newest stable version in the specs (fields that move between versions,
-#: such as topic names and topic ids, are always both set and both read).
+#: The oldest version of each API whose shape this client's code handles (default: the
+#: specs' oldest); it speaks up to the newest stable version in the specs. Ignorable fields
+#: that moved between versions (topic names and ids) are both set and both read; where a
+#: shape changed (FindCoordinator's batching, OffsetFetch's groups, LeaveGroup's member
+#: list), the request is built for the version negotiated.
 _CLIENT_MIN = {0: 3, 1: 4, 2: 1, 3: 1, 8: 2, 9: 1, 10: 1, 15: 0, 16: 0, 18: 0}
 
 
 def client_max(key: int) -> int:
     api = APIS[key]
     return api.max_version - 1 if api.latest_version_unstable else api.max_version
+
+
+def client_range(key: int) -> tuple[int, int]:
+    """The versions of API ``key`` this client speaks."""
+    return _CLIENT_MIN.get(key, APIS[key].min_version), client_max(key)
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -103,7 +110,7 @@ class Connection:
         """The highest version of API ``key`` both sides support."""
         name = APIS[key].name
         theirs = self.versions.get(key)
-        ours = (_CLIENT_MIN.get(key, APIS[key].min_version), client_max(key))
+        ours = client_range(key)
         if theirs is None or max(theirs[0], ours[0]) > min(theirs[1], ours[1]):
             raise CliError(
                 f"the broker at {self.address} does not serve {name} in a version this "

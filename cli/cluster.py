@@ -1,13 +1,16 @@
-"""``millpond cluster info`` and ``millpond configs describe|alter`` (topics and brokers)."""
+"""``millpond cluster info|api-versions`` and ``millpond configs describe|alter`` (topics
+and brokers)."""
 
 from __future__ import annotations
 
 import argparse
 
 from millpond.cli import add_connection, connect
+from millpond.cli.client import client_range
 from millpond.cli.errors import CliError
 from millpond.cli.output import blank_line, emit, emit_json, table
 from millpond.cli.topic import BROKER_RESOURCE, TOPIC_RESOURCE, alter_configs, describe_configs
+from millpond.wire import APIS
 
 ENTITY_TYPES = {
     "topic": TOPIC_RESOURCE,
@@ -43,6 +46,30 @@ def _info(args: argparse.Namespace) -> int:
     table([{"key": k, "value": v} for k, v in summary.items()], ["key", "value"])
     blank_line()
     table(brokers, ["id", "host", "port", "rack", "controller"])
+    return 0
+
+
+def _api_versions(args: argparse.Namespace) -> int:
+    """What kafka-broker-api-versions shows, plus the highest version both sides speak."""
+    with connect(args) as client:
+        conn = client.any()
+        advertised = dict(conn.versions)
+    rows = []
+    for key, (low, high) in sorted(advertised.items()):
+        api = APIS.get(key)
+        ours = client_range(key) if api else None
+        usable = ours is not None and max(low, ours[0]) <= min(high, ours[1])
+        rows.append(
+            {
+                "key": key,
+                "api": api.name if api else f"unknown({key})",
+                "min": low,
+                "max": high,
+                "negotiated": min(high, ours[1]) if ours and usable else None,
+            }
+        )
+    emit(args, rows, ["key", "api", "min", "max", "negotiated"],
+         data={"broker": conn.address, "apis": rows})  # fmt: skip
     return 0
 
 
@@ -87,6 +114,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     info = verbs.add_parser("info", help="cluster id, controller, brokers, topic counts")
     info.set_defaults(run=_info)
     add_connection(info)
+    versions = verbs.add_parser(
+        "api-versions",
+        help="the API versions a broker serves, and the highest this tool shares with it",
+    )
+    versions.set_defaults(run=_api_versions)
+    add_connection(versions)
 
     configs = commands.add_parser("configs", help="describe and alter topic or broker configs")
     verbs = configs.add_subparsers(dest="verb", required=True, metavar="VERB")

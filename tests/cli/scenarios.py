@@ -141,7 +141,8 @@ def check_help() -> None:
         ["topic", "create"], ["topic", "list"], ["topic", "describe"], ["topic", "alter-config"],
         ["topic", "delete"], ["topic", "add-partitions"], ["produce"], ["consume"],
         ["group", "list"], ["group", "describe"], ["group", "reset-offsets"], ["group", "delete"],
-        ["cluster", "info"], ["configs", "describe"], ["configs", "alter"],
+        ["cluster", "info"], ["cluster", "api-versions"], ["configs", "describe"],
+        ["configs", "alter"],
     ):  # fmt: skip
         assert "--bootstrap-server" in run(*verbs, "--help").stdout, verbs
     assert "--print-data-log" in run("dump-log", "--help").stdout
@@ -388,6 +389,7 @@ def check_group_commands(bootstrap: str) -> None:
 
 
 def check_cluster_and_configs(bootstrap: str) -> None:
+    check_api_versions(bootstrap)
     info = run_json("cluster", "info", bootstrap=bootstrap)
     (broker,) = info["brokers"]
     assert broker["controller"] is True and broker["id"] == info["controller_id"]
@@ -677,3 +679,25 @@ def check_cluster_metadata_decoder(data_dir: Path, topic: str) -> None:
     assert sorted(p["partitionId"] for p in parts) == [0, 1]
     assert all(p["leader"] >= 0 and p["replicas"] == p["isr"] for p in parts)
     assert '] LeaderChange: {"version":' in lines
+
+
+def check_api_versions(bootstrap: str) -> None:
+    """``cluster api-versions`` lists what ApiVersions (v3, raw) advertises, and the
+    version negotiated is the lower of the broker's and the specs' newest stable one."""
+    from millpond.wire import APIS
+    from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
+
+    body = ApiVersionsRequest(client_software_name="cli-test", client_software_version="1")
+    advertised = {
+        k.api_key: (k.min_version, k.max_version) for k in request(bootstrap, body, 3).api_keys
+    }
+    shown = run_json("cluster", "api-versions", bootstrap=bootstrap)
+    assert shown["broker"] == bootstrap
+    assert {row["key"]: (row["min"], row["max"]) for row in shown["apis"]} == advertised
+    rows = {row["api"]: row for row in shown["apis"]}
+    for name in ("Produce", "Fetch", "Metadata", "JoinGroup", "OffsetFetch"):
+        api = next(a for a in APIS.values() if a.name == name)
+        newest = api.max_version - (1 if api.latest_version_unstable else 0)
+        assert rows[name]["negotiated"] == min(rows[name]["max"], newest), name
+    text = run("cluster", "api-versions", bootstrap=bootstrap).stdout
+    assert text.splitlines()[0].split() == ["KEY", "API", "MIN", "MAX", "NEGOTIATED"]

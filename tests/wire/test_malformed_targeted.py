@@ -426,7 +426,8 @@ def test_fuzzed_streams_through_frame_reader_and_decoder() -> None:
         if n % 20 == 0:
             cuts = list(range(1, len(stream)))
         else:
-            cuts = sorted(rng.sample(range(1, len(stream)), min(len(stream) - 1, 30)))
+            # (A mutation may leave under two bytes: then there is nothing to cut.)
+            cuts = sorted(rng.sample(range(1, len(stream)), min(max(len(stream) - 1, 0), 30)))
         reader = FrameReader(max_frame_size=max_frame)
         case = picked[0]
         try:

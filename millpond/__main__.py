@@ -103,7 +103,15 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 1
-    await broker.start()
+    try:
+        await broker.start()
+    except OSError as exc:  # the listener's (or the control endpoint's) port is taken
+        await broker.stop()
+        sys.stderr.write(
+            f"millpond: cannot listen: {exc.strerror or exc}; stop what holds the port, or "
+            "choose another in `listeners` (or `millpond.control.port`)\n"
+        )
+        return 1
     # Before the "listening" line: a SIGTERM sent as soon as it appears must stop cleanly.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

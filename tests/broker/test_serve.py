@@ -109,3 +109,24 @@ def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "num.partitions" in result.stderr
+
+
+def test_a_port_in_use_is_one_clear_error_and_frees_the_data_directory(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        first = _serve(tmp_path, port)
+        _, err = first.communicate(timeout=30)
+    assert first.returncode == 1
+    assert "cannot listen" in err and "address already in use" in err
+    assert "Traceback" not in err
+    # Nothing was left locked: the same directory serves on a free port.
+    second = _serve(tmp_path, _free_port())
+    try:
+        assert second.stdout is not None
+        assert "listening on" in second.stdout.readline()
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.communicate(timeout=30)
+    assert second.returncode == 0

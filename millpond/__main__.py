@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--trace",
         metavar="FILE",
-        help="append one JSON line per request to FILE (client, API, version, latency)",
+        help="append one JSON line per request to FILE: client, API, version, latency and the "
+        "decoded request and response (read it with `millpond trace FILE`)",
     )
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")

@@ -70,7 +70,7 @@ READY_TIMEOUT = 120.0
 RETRIABLE = {3, 5, 6, 7}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER, TIMEOUT
 
 
-def _metadata_frame() -> bytes:
+def metadata_frame() -> bytes:
     header = RequestHeader(
         request_api_key=3,
         request_api_version=METADATA_VERSION,
@@ -106,7 +106,7 @@ def _first_metadata(
     raise TimeoutError(f"no Metadata answer on port {port} after {READY_TIMEOUT}s")
 
 
-def _rss_mb(pid: int) -> float:
+def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
@@ -176,7 +176,7 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
-def _launch(
+def launch(
     launcher: Launcher, frame: bytes, poll_s: float
 ) -> tuple[subprocess.Popen[bytes], float, int]:
     with launcher.log.open("ab") as log:
@@ -185,12 +185,12 @@ def _launch(
     try:
         answered, topics = _first_metadata(launcher.port, proc, frame, poll_s)
     except BaseException:
-        _stop(proc)
+        stop(proc)
         raise
     return proc, answered - started, topics
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+def stop(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
     if proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)
@@ -254,22 +254,22 @@ def _create_and_fill(port: int) -> None:
 
 def measure(launcher: Launcher, frame: bytes, poll_s: float, settle_s: float) -> Run:
     run = Run(prepare_s=launcher.prepare_s)
-    proc, run.start_s, _ = _launch(launcher, frame, poll_s)
+    proc, run.start_s, _ = launch(launcher, frame, poll_s)
     try:
-        run.rss_first_mb = _rss_mb(proc.pid)
+        run.rss_first_mb = rss_mb(proc.pid)
         time.sleep(settle_s)
-        run.rss_idle_mb = _rss_mb(proc.pid)
+        run.rss_idle_mb = rss_mb(proc.pid)
         _create_and_fill(launcher.port)
         time.sleep(settle_s)
-        run.rss_1000_mb = _rss_mb(proc.pid)
+        run.rss_1000_mb = rss_mb(proc.pid)
     finally:
-        _stop(proc)
-    proc, run.restart_s, run.restart_topics = _launch(launcher, frame, poll_s)
+        stop(proc)
+    proc, run.restart_s, run.restart_topics = launch(launcher, frame, poll_s)
     try:
         time.sleep(settle_s)
-        run.rss_restart_mb = _rss_mb(proc.pid)
+        run.rss_restart_mb = rss_mb(proc.pid)
     finally:
-        _stop(proc)
+        stop(proc)
     return run
 
 
@@ -351,7 +351,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="idle seconds before RSS")
     parser.add_argument("--dir", help="where the data directories go (default: a temp dir)")
     args = parser.parse_args()
-    frame = _metadata_frame()
+    frame = metadata_frame()
     poll_s = args.poll_ms / 1000
     names = [args.only] if args.only else ["millpond", "kafka"]
     classpath = kafka_classpath() if "kafka" in names else ""

@@ -1,0 +1,251 @@
+"""The load generator of bench/throughput.py: librdkafka (confluent-kafka) in a process of its
+own, so its CPU time is never counted as the broker's and the same client drives every broker.
+
+    python bench/loadgen.py '{"mode": "produce", "bootstrap": "127.0.0.1:9092", ...}'
+
+It prints one JSON object (the measurement) on stdout. Every loop is bounded by a message
+count and a deadline; a run that misses its deadline reports what it reached and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+# librdkafka pauses fetching for a second when its local queue fills (DESIGN.md, section 3):
+# large queues keep a fast broker from looking slow.
+CONSUMER_QUEUES = {
+    "queued.max.messages.kbytes": 1_048_576,
+    "queued.min.messages": 1_000_000,
+    "fetch.max.bytes": 52_428_800,
+    "max.partition.fetch.bytes": 8_388_608,
+}
+STAMP = struct.Struct(">qq")  # (message index, send time in monotonic ns)
+
+
+def produce(spec: dict[str, Any]) -> dict[str, Any]:
+    """As many ``size``-byte values as librdkafka takes in ``seconds`` (at most ``count``),
+    round-robin over the topic's partitions; throughput counts delivered messages only, from
+    the first produce call to the end of the final flush."""
+    producer = Producer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "acks": str(spec["acks"]),
+            "linger.ms": spec["linger_ms"],
+            "batch.size": 1_048_576,
+            "queue.buffering.max.kbytes": 262_144,
+            "enable.idempotence": False,
+            "partitioner": "murmur2_random",
+        }
+    )
+    delivered = [0, 0]  # ok, failed
+
+    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+        delivered[1 if err else 0] += 1
+
+    value = b"x" * spec["size"]
+    topic, partitions = spec["topic"], spec["partitions"]
+    count, seconds = spec["count"], spec["seconds"]
+    producer.list_topics(topic, timeout=30)  # connect and learn the leaders before the clock
+    sent = 0
+    started = time.perf_counter()
+    stop = started + seconds
+    while sent < count and time.perf_counter() < stop:
+        try:
+            producer.produce(topic, value, partition=sent % partitions, on_delivery=on_delivery)
+            sent += 1
+        except BufferError:  # librdkafka's queue is full: let deliveries drain it
+            producer.poll(0.001)
+        if sent % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    took = time.perf_counter() - started
+    ok = delivered[0]
+    return {
+        "messages": ok,
+        "failed": delivered[1] + left,
+        "seconds": took,
+        "msgs_s": ok / took,
+        "mb_s": ok * spec["size"] / took / 1e6,
+    }
+
+
+def consume(spec: dict[str, Any]) -> dict[str, Any]:
+    """Read ``count`` messages back from the beginning of every partition (assigned, no
+    group); throughput from the first message to the last."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "group.id": "bench-unused",  # required by the client; nothing joins or commits
+            "enable.auto.commit": False,
+            **CONSUMER_QUEUES,
+        }
+    )
+    consumer.assign(
+        [TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in range(spec["partitions"])]
+    )
+    count, got, size = spec["count"], 0, 0
+    deadline = time.perf_counter() + spec["seconds"]
+    first = last = 0.0
+    while got < count and time.perf_counter() < deadline:
+        batch = consumer.consume(10_000, 0.5)
+        if not batch:
+            continue
+        if not first:
+            first = time.perf_counter()
+        for message in batch:
+            if message.error() is None:
+                got += 1
+                size += len(message.value())
+        last = time.perf_counter()
+    consumer.close()
+    took = max(last - first, 1e-9)
+    return {
+        "messages": got,
+        "complete": got >= count,
+        "seconds": took,
+        "msgs_s": got / took,
+        "mb_s": size / took / 1e6,
+    }
+
+
+def latency_consumer(spec: dict[str, Any]) -> dict[str, Any]:
+    """Receive the latency producer's ``count`` messages; each latency is the receive time
+    minus the send time stamped in the value (CLOCK_MONOTONIC is shared by every process on
+    the machine). Says ``ready`` on stderr once fetching, so the producer starts after."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "group.id": "bench-unused",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            **CONSUMER_QUEUES,
+        }
+    )
+    consumer.assign([TopicPartition(spec["topic"], 0, OFFSET_BEGINNING)])
+    consumer.consume(1, 0.5)
+    print("ready", file=sys.stderr, flush=True)
+    latencies: list[int] = []
+    count, warmup = spec["count"], spec["warmup"]
+    deadline = time.perf_counter() + spec["seconds"]
+    received = 0
+    while received < count and time.perf_counter() < deadline:
+        message = consumer.poll(0.1)  # returns as soon as one message is there
+        now = time.monotonic_ns()
+        if message is None or message.error() is not None:
+            continue
+        received += 1
+        index, sent = STAMP.unpack_from(message.value())
+        if index >= warmup:
+            latencies.append(now - sent)
+    consumer.close()
+    latencies.sort()
+
+    def pct(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1e6
+
+    if not latencies:
+        return {"received": received, "samples": 0}
+    return {
+        "received": received,
+        "samples": len(latencies),
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "p999_ms": pct(0.999),
+        "max_ms": latencies[-1] / 1e6,
+    }
+
+
+def latency_producer(spec: dict[str, Any]) -> dict[str, Any]:
+    """``count`` messages at ``rate`` per second (acks=all, no linger: each message goes as
+    soon as it is due), each stamped with its index and the time it was handed to the client."""
+    producer = Producer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "acks": "all",
+            "linger.ms": 0,
+            "enable.idempotence": False,
+        }
+    )
+    producer.list_topics(spec["topic"], timeout=30)
+    padding = b"x" * max(0, spec["size"] - STAMP.size)
+    interval = 1e9 / spec["rate"]
+    count = spec["count"]
+    started = time.monotonic_ns()
+    for i in range(count):
+        due = started + int(i * interval)
+        while (now := time.monotonic_ns()) < due:
+            producer.poll(0)
+            if due - now > 200_000:
+                time.sleep((due - now) / 2e9)
+        producer.produce(spec["topic"], STAMP.pack(i, time.monotonic_ns()) + padding, partition=0)
+        producer.poll(0)
+    left = producer.flush(60)
+    took = (time.monotonic_ns() - started) / 1e9
+    return {"sent": count - left, "seconds": took, "rate": count / took}
+
+
+def group(spec: dict[str, Any]) -> dict[str, Any]:
+    """``members`` consumers subscribe to one topic together; time from the first subscribe
+    until every member holds a share and the shares cover all ``partitions`` exactly once."""
+    members = spec["members"]
+    assigned: list[set[int]] = [set() for _ in range(members)]
+
+    def callbacks(i: int) -> dict[str, Any]:
+        def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+            assigned[i] = {p.partition for p in partitions}
+
+        def on_revoke(_consumer: Any, _partitions: list[Any]) -> None:
+            assigned[i] = set()
+
+        return {"on_assign": on_assign, "on_revoke": on_revoke}
+
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": spec["bootstrap"],
+                "group.id": spec["group"],
+                "enable.auto.commit": False,
+                "session.timeout.ms": 30_000,
+                "heartbeat.interval.ms": 500,
+                "partition.assignment.strategy": "range",
+            }
+        )
+        for _ in range(members)
+    ]
+    started = time.perf_counter()
+    for i, consumer in enumerate(consumers):
+        consumer.subscribe([spec["topic"]], **callbacks(i))
+    deadline = started + spec["seconds"]
+    stable = 0.0
+    while time.perf_counter() < deadline:
+        for consumer in consumers:
+            consumer.poll(0.01)
+        shares = [len(a) for a in assigned]
+        union = set().union(*assigned)
+        if all(shares) and sum(shares) == spec["partitions"] == len(union):
+            stable = time.perf_counter() - started
+            break
+    for consumer in consumers:
+        consumer.close()
+    if not stable:
+        return {"stable": False, "shares": [len(a) for a in assigned]}
+    return {"stable": True, "seconds": stable}
+
+
+MODES = {
+    "produce": produce,
+    "consume": consume,
+    "latency-consumer": latency_consumer,
+    "latency-producer": latency_producer,
+    "group": group,
+}
+
+if __name__ == "__main__":
+    request = json.loads(sys.argv[1])
+    print(json.dumps(MODES[request["mode"]](request)))

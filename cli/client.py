@@ -129,6 +129,7 @@ class Connection:
 
     def _roundtrip(self, body: Message, version: int, answered: bool = True) -> Any:
         assert body.API_KEY is not None
+        name = APIS[body.API_KEY].name
         self._correlation_id += 1
         header = RequestHeader(
             request_api_key=body.API_KEY,
@@ -142,18 +143,22 @@ class Connection:
             if not answered:
                 return None
             (size,) = struct.unpack(">i", self._read(4))
-            _, response = decode_response(self._read(size), body.API_KEY, version)
-        except TimeoutError:
-            raise CliError(
-                f"{self.address} did not answer {APIS[body.API_KEY].name} in time",
-                "the broker may be overloaded; retry, or raise --timeout-ms",
-            ) from None
-        except (OSError, DecodeError) as exc:
-            raise CliError(
-                f"lost the connection to {self.address} during {APIS[body.API_KEY].name}: {exc}",
-                "check the broker's log; is it a Kafka broker?",
-            ) from None
-        return response
+            return decode_response(self._read(size), body.API_KEY, version)[1]
+        except BaseException as exc:
+            # Interrupted mid-exchange (Ctrl-C during a long poll, a timeout): an answer may
+            # still be on its way, so this socket is never trusted with another request.
+            self.close()
+            if isinstance(exc, TimeoutError):
+                raise CliError(
+                    f"{self.address} did not answer {name} in time",
+                    "the broker may be overloaded; retry, or raise --timeout-ms",
+                ) from None
+            if isinstance(exc, OSError | DecodeError):
+                raise CliError(
+                    f"lost the connection to {self.address} during {name}: {exc}",
+                    "check the broker's log; is it a Kafka broker?",
+                ) from None
+            raise
 
     def _read(self, n: int) -> bytes:
         data = bytearray()
@@ -163,6 +168,10 @@ class Connection:
                 raise ConnectionError("closed by the broker")
             data += chunk
         return bytes(data)
+
+    @property
+    def closed(self) -> bool:
+        return self._sock.fileno() < 0
 
     def close(self) -> None:
         self._sock.close()
@@ -198,6 +207,8 @@ class Client:
 
     def any(self) -> Connection:
         """A connection to some broker of the cluster (the first bootstrap that answers)."""
+        if self._bootstrap is not None and self._bootstrap.closed:
+            self._bootstrap = None
         if self._bootstrap is None:
             failure: CliError | None = None
             for host, port in self._addresses:
@@ -214,7 +225,7 @@ class Client:
     def node(self, node_id: int) -> Connection:
         """The connection to broker ``node_id`` (as Metadata or FindCoordinator named it)."""
         conn = self._by_node.get(node_id)
-        if conn is None:
+        if conn is None or conn.closed:
             if node_id not in self.brokers:
                 self.metadata([])
             if node_id not in self.brokers:

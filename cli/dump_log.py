@@ -134,10 +134,11 @@ def _record_data(batch: RecordBatch, record: Record, decoder: Decoder) -> dict[s
         data["key"], data["payload"] = decode_offsets_record(key, value)
     elif decoder == "metadata" and (decoded := decode_metadata_value(value)) is not None:
         data["payload"] = decoded
-    else:
+    else:  # as Kafka's tool: a null key or value (a tombstone) is left out
         if key is not None:
             data["key"] = _text(key)
-        data["payload"] = _text(value)
+        if value is not None:
+            data["payload"] = _text(value)
     return data
 
 
@@ -214,7 +215,8 @@ def _print_log(dump: dict[str, Any], out: Any) -> None:
             else:
                 if "key" in r:
                     line += f" key: {r['key']}"
-                line += f" payload: {r['payload']}"
+                if "payload" in r:
+                    line += f" payload: {r['payload']}"
             out.write(line + "\n")
     if dump["error"]:
         sys.stderr.write(f"{dump['file']}: {dump['error']}\n")

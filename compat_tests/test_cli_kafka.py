@@ -6,6 +6,7 @@ The CLI speaks only the Kafka protocol, so it must serve Kafka's own broker as w
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,13 +74,26 @@ def test_bench(broker_bootstrap: str) -> None:
     scenarios.check_bench(broker_bootstrap)
 
 
+def _copy_when_still(segment: Path, to: Path) -> None:
+    """Copy a segment the broker may be appending to (Kafka adds a NoOpRecord to its
+    metadata log every half second) at a moment its size held still, so the copy never
+    ends in half a batch."""
+    for _ in range(50):
+        size = segment.stat().st_size
+        shutil.copy(segment, to)
+        if (to / segment.name).stat().st_size == size == segment.stat().st_size:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{segment} kept growing while it was copied")
+
+
 def _internal_topics_read_as_kafkas_tool_does(data: Path, copies: Path) -> None:
     """Both decoders on copies of the internal topics' first segments (the brokers keep
     appending to them), copied under their own names as Kafka's tool needs."""
     for directory in [*sorted(data.glob("__consumer_offsets-*")), data / "__cluster_metadata-0"]:
         copy = copies / directory.name
         copy.mkdir(parents=True)
-        shutil.copy(directory / "00000000000000000000.log", copy)
+        _copy_when_still(directory / "00000000000000000000.log", copy)
         options = ["--print-data-log"]
         options += (
             ["--cluster-metadata-decoder"] if "metadata" in copy.name else ["--offsets-decoder"]
@@ -106,3 +120,7 @@ def test_internal_topics_of_kafka_read_as_kafkas_tool_does(
     scenarios.check_offsets_decoder(data, topic, group, partition)
     scenarios.check_cluster_metadata_decoder(data, topic)
     _internal_topics_read_as_kafkas_tool_does(data, tmp_path)
+
+
+def test_follow_in_a_group_until_interrupted(broker_bootstrap: str) -> None:
+    scenarios.check_follow_in_a_group_until_interrupted(broker_bootstrap)

@@ -701,3 +701,32 @@ def check_api_versions(bootstrap: str) -> None:
         assert rows[name]["negotiated"] == min(rows[name]["max"], newest), name
     text = run("cluster", "api-versions", bootstrap=bootstrap).stdout
     assert text.splitlines()[0].split() == ["KEY", "API", "MIN", "MAX", "NEGOTIATED"]
+
+
+def check_follow_in_a_group_until_interrupted(bootstrap: str) -> None:
+    """``consume --group --follow`` prints records produced while it runs; Ctrl-C (SIGINT)
+    makes it commit what it printed, leave the group and exit 130."""
+    import signal
+
+    topic, group = name("follow"), name("follow")
+    run("topic", "create", topic, "-p", "2", bootstrap=bootstrap)
+    run("produce", topic, bootstrap=bootstrap, stdin="before\n")
+    command = [MILLPOND, "consume", topic, "-g", group, "--follow", "--bootstrap-server",
+               bootstrap]  # fmt: skip
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            assert proc.stdout.readline() == "before\n"
+            run("produce", topic, bootstrap=bootstrap, stdin="during\n")
+            assert proc.stdout.readline() == "during\n"
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+            assert "interrupted" in proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert sum(committed(bootstrap, group).values()) == 2
+    described = run_json("group", "describe", group, bootstrap=bootstrap)
+    assert described["state"] == "Empty" and described["members"] == []

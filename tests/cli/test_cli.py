@@ -180,3 +180,7 @@ def test_produce_sends_each_line_typed_at_a_terminal(bootstrap: str) -> None:
     finally:
         os.close(main)
         os.close(terminal)
+
+
+def test_follow_in_a_group_until_interrupted(bootstrap: str) -> None:
+    scenarios.check_follow_in_a_group_until_interrupted(bootstrap)

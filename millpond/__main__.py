@@ -9,9 +9,7 @@ cleanly (stop accepting, close connections, flush, write the clean-shutdown stat
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 
 from millpond import __version__
@@ -78,6 +76,9 @@ def _ping(bootstrap: str, timeout_ms: int) -> int:
 
 
 async def _serve(config_path: str | None, overrides: list[str], trace: str | None) -> int:
+    import asyncio
+    import signal
+
     from millpond.broker.config import ConfigError, load_config
     from millpond.broker.dir_lock import DataDirLockedError
     from millpond.broker.node import Broker
@@ -140,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "serve":
+        import asyncio  # here, not at the top: the other commands start faster without it
+
         return asyncio.run(_serve(args.config, args.override, args.trace))
     if args.command == "ping":
         return _ping(args.bootstrap_server, args.timeout_ms)

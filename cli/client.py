@@ -96,13 +96,20 @@ class Connection:
         self._negotiate()
 
     def _negotiate(self) -> None:
+        """ApiVersions v3. A broker that does not know v3 answers in v0's shape, with
+        UNSUPPORTED_VERSION and its versions all the same (KIP-511): read that answer as
+        v0 rather than fail, and use the versions it lists."""
         request = ApiVersionsRequest(
             client_software_name="millpond-cli", client_software_version="1"
         )
-        response = self._roundtrip(request, 3)
-        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:  # an old broker: ask in v0
-            response = self._roundtrip(ApiVersionsRequest(), 0)
-        if response.error_code != 0:
+        frame = self._roundtrip(request, 3, decode=False)
+        # The response header (correlation id) is 4 bytes; every version starts with the
+        # error code.
+        if frame[4:6] == ErrorCode.UNSUPPORTED_VERSION.to_bytes(2, "big"):
+            response = self._decode(frame, request, 0)
+        else:
+            response = self._decode(frame, request, 3)
+        if response.error_code not in (0, ErrorCode.UNSUPPORTED_VERSION):
             raise kafka_error(response.error_code, f"ApiVersions from {self.address}")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
@@ -127,7 +134,9 @@ class Connection:
         """Send a request the broker does not answer (Produce with acks=0)."""
         self._roundtrip(body, self.version(0), answered=False)
 
-    def _roundtrip(self, body: Message, version: int, answered: bool = True) -> Any:
+    def _roundtrip(
+        self, body: Message, version: int, answered: bool = True, decode: bool = True
+    ) -> Any:
         assert body.API_KEY is not None
         name = APIS[body.API_KEY].name
         self._correlation_id += 1
@@ -143,7 +152,8 @@ class Connection:
             if not answered:
                 return None
             (size,) = struct.unpack(">i", self._read(4))
-            return decode_response(self._read(size), body.API_KEY, version)[1]
+            frame = self._read(size)
+            return self._decode(frame, body, version) if decode else frame
         except BaseException as exc:
             # Interrupted mid-exchange (Ctrl-C during a long poll, a timeout): an answer may
             # still be on its way, so this socket is never trusted with another request.
@@ -153,12 +163,23 @@ class Connection:
                     f"{self.address} did not answer {name} in time",
                     "the broker may be overloaded; retry, or raise --timeout-ms",
                 ) from None
-            if isinstance(exc, OSError | DecodeError):
+            if isinstance(exc, OSError):
                 raise CliError(
                     f"lost the connection to {self.address} during {name}: {exc}",
                     "check the broker's log; is it a Kafka broker?",
                 ) from None
             raise
+
+    def _decode(self, frame: bytes, body: Message, version: int) -> Any:
+        assert body.API_KEY is not None
+        try:
+            return decode_response(frame, body.API_KEY, version)[1]
+        except DecodeError as exc:
+            self.close()
+            raise CliError(
+                f"cannot read {self.address}'s answer to {APIS[body.API_KEY].name}: {exc}",
+                "check the broker's log; is it a Kafka broker?",
+            ) from None
 
     def _read(self, n: int) -> bytes:
         data = bytearray()

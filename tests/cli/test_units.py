@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import socket
+import struct
+import threading
 
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
@@ -12,6 +15,9 @@ from millpond.cli.client import Connection, client_range
 from millpond.cli.errors import CliError
 from millpond.cli.membership import assigned_partitions, encode_versioned, range_assign
 from millpond.cli.produce import murmur2, partition_for
+from millpond.wire import ResponseHeader, encode_response
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api.api_versions_response import ApiVersion, ApiVersionsResponse
 from millpond.wire.generated.data.consumer_protocol_assignment import (
     ConsumerProtocolAssignment,
     TopicPartition,
@@ -77,3 +83,35 @@ def test_percentiles_and_histogram() -> None:
         {"le_ms": 2.0, "count": 0},
         {"le_ms": 4.0, "count": 1},
     ]
+
+
+def test_a_broker_without_api_versions_v3_is_read_in_v0() -> None:
+    """A broker that does not know ApiVersions v3 answers in v0's shape with
+    UNSUPPORTED_VERSION and its versions (KIP-511); the client uses those versions."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    asked: list[int] = []
+
+    def old_broker() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            size = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))[0]
+            frame = conn.recv(size, socket.MSG_WAITALL)
+            asked.append(struct.unpack(">h", frame[2:4])[0])
+            body = ApiVersionsResponse(
+                error_code=ErrorCode.UNSUPPORTED_VERSION,
+                api_keys=[ApiVersion(api_key=3, min_version=0, max_version=9)],
+            )
+            answer = encode_response(ResponseHeader(correlation_id=1), body, 0)
+            conn.sendall(struct.pack(">i", len(answer)) + answer)
+
+    thread = threading.Thread(target=old_broker)
+    thread.start()
+    try:
+        conn = Connection("127.0.0.1", port, 5.0, "test")
+        conn.close()
+    finally:
+        thread.join(5)
+        listener.close()
+    assert asked == [3]
+    assert conn.versions == {3: (0, 9)} and conn.version(3) == 9

@@ -2,8 +2,8 @@
 
 By default it reads up to the end each partition had when it started reading, then
 exits; ``--follow`` keeps waiting for new records. With ``--group`` it joins the group as
-a member (the classic protocol, the "range" assignor, as Kafka's consumers do by
-default), reads the partitions the group assigns it from the group's committed offsets
+a member (the classic protocol with the "range" assignor, which Kafka's consumers offer
+by default), reads the partitions the group assigns it from the group's committed offsets
 (``--offset`` where there are none), commits how far it read at every rebalance and at
 the end, and leaves the group.
 """

@@ -148,7 +148,7 @@ def check_help() -> None:
     assert "--print-data-log" in run("dump-log", "--help").stdout
     for verb in ("produce", "consume"):
         assert "--bootstrap-server" in run("bench", verb, "--help").stdout
-    assert "joins the group as\na member" in run("consume", "--help").stdout
+    assert "joins the group as\na member (the classic protocol" in run("consume", "--help").stdout
 
 
 def check_topic_commands(bootstrap: str) -> None:

@@ -316,10 +316,11 @@ class Client:
     # --- offsets and groups ---------------------------------------------------------------
 
     def list_offsets(
-        self, topic: str, partitions: dict[int, int], timestamp: int
+        self, topic: str, partitions: dict[int, int], timestamp: int, isolation: int = 0
     ) -> dict[int, tuple[int, int]]:
         """``{partition: (offset, timestamp)}`` for a ListOffsets ``timestamp`` (or
-        :data:`EARLIEST` / :data:`LATEST`), asked of each partition's leader."""
+        :data:`EARLIEST` / :data:`LATEST`), asked of each partition's leader; with
+        ``isolation`` 1 (read_committed), LATEST is the last stable offset."""
         by_leader: dict[int, list[int]] = {}
         for partition, leader in partitions.items():
             by_leader.setdefault(leader, []).append(partition)
@@ -327,6 +328,7 @@ class Client:
         for leader, indexes in by_leader.items():
             request = ListOffsetsRequest(
                 replica_id=-1,
+                isolation_level=isolation,
                 topics=[
                     ListOffsetsTopic(
                         name=topic,

@@ -15,6 +15,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from millpond.cli import add_command, add_connection, connect
@@ -24,8 +25,16 @@ from millpond.cli.membership import GroupMember
 from millpond.cli.output import Progress, text
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
-from millpond.wire.records import Record, iter_batches
+from millpond.wire.records import (
+    ControlRecordType,
+    Record,
+    RecordBatch,
+    iter_batches,
+    parse_control_key,
+)
 
+#: Kafka's isolation levels by their names in consumer configs.
+ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 RETRIABLE = frozenset(code for code in ErrorCode if code.retriable)
 TEMPLATE_FIELDS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 
@@ -37,10 +46,12 @@ def fetch(
     positions: dict[int, int],
     max_wait_ms: int,
     max_bytes: int = 1 << 20,
+    isolation: int = 0,
 ) -> tuple[dict[int, list[Record]], dict[int, int], dict[int, int]]:
     """One Fetch per leader from ``positions``: ``({partition: records}, {partition: the
-    next offset to fetch}, {partition: a retriable error code})``; control records and
-    those before a position are skipped."""
+    next offset to fetch}, {partition: a retriable error code})``; control records, those
+    before a position and, with ``isolation`` 1 (read_committed), those of aborted
+    transactions are skipped."""
     by_leader: dict[int, list[int]] = {}
     for partition in positions:
         by_leader.setdefault(leaders[partition], []).append(partition)
@@ -54,6 +65,7 @@ def fetch(
             max_wait_ms=max_wait_ms,
             min_bytes=1,
             max_bytes=64 << 20,
+            isolation_level=isolation,
             topics=[
                 FetchTopic(
                     topic=topic,
@@ -84,12 +96,37 @@ def fetch(
                 if part.error_code:
                     raise kafka_error(part.error_code, f"fetching from {topic}-{p}")
                 got = records.setdefault(p, [])
-                for batch in iter_batches(part.records or b"", allow_truncated_tail=True):
+                aborted = sorted(
+                    (a.first_offset, a.producer_id) for a in part.aborted_transactions or []
+                )
+                for batch, visible in _visible(part.records or b"", aborted):
                     next_positions[p] = max(next_positions[p], batch.next_offset)
-                    if batch.is_control:
-                        continue
-                    got.extend(r for r in batch.records() if r.offset >= positions[p])
+                    if visible:
+                        got.extend(r for r in batch.records() if r.offset >= positions[p])
     return records, next_positions, retry
+
+
+def _visible(records: bytes, aborted: list[tuple[int, int]]) -> Iterator[tuple[RecordBatch, bool]]:
+    """Each batch of a Fetch answer, and whether a consumer shows its records: not a
+    control batch's, nor an aborted transaction's. ``aborted`` lists the answer's aborted
+    transactions as ``(first offset, producer id)``, sorted: as Kafka's consumers do, a
+    producer's transactional batches are dropped from that first offset until the
+    producer's ABORT marker."""
+    dropping: set[int] = set()
+    for batch in iter_batches(records, allow_truncated_tail=True):
+        while aborted and aborted[0][0] <= batch.last_offset:
+            dropping.add(aborted.pop(0)[1])
+        if batch.is_control:
+            if batch.producer_id in dropping and _is_abort(batch):
+                dropping.discard(batch.producer_id)
+            yield batch, False
+        else:
+            yield batch, not (batch.is_transactional and batch.producer_id in dropping)
+
+
+def _is_abort(batch: RecordBatch) -> bool:
+    record = next(iter(batch.records()), None)
+    return record is not None and parse_control_key(record.key).type == ControlRecordType.ABORT
 
 
 def record_data(topic: str, partition: int, record: Record) -> dict[str, Any]:
@@ -175,7 +212,9 @@ class _Session:
         """Print records from ``positions`` (moved as it goes) until the end offsets seen
         now (or, with --follow, the idle timeout); False when the group rebalances first."""
         args, topic = self.args, self.args.topic
-        ends = {p: o for p, (o, _) in self.client.list_offsets(topic, leaders, LATEST).items()}
+        isolation = ISOLATION[args.isolation_level]
+        latest = self.client.list_offsets(topic, leaders, LATEST, isolation)
+        ends = {p: o for p, (o, _) in latest.items()}
         if self.progress is None:
             total = None if args.follow else sum(max(ends[p] - o, 0) for p, o in positions.items())
             self.progress = Progress(total, f"consuming {topic}")
@@ -197,7 +236,9 @@ class _Session:
                 time.sleep(0.5)
                 got: dict[int, list[Record]] = {}
             else:
-                got, moved, retry = fetch(self.client, topic, leaders, active, max_wait_ms=500)
+                got, moved, retry = fetch(
+                    self.client, topic, leaders, active, max_wait_ms=500, isolation=isolation
+                )
                 if retry:
                     failing_since = failing_since or time.monotonic()
                     if time.monotonic() - failing_since > args.timeout_ms / 1000:
@@ -318,6 +359,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("-n", "--num", type=int, metavar="N", help="stop after N records")
     parser.add_argument(
         "-f", "--follow", action="store_true", help="keep waiting for new records (Ctrl-C to stop)"
+    )
+    parser.add_argument(
+        "--isolation-level",
+        choices=sorted(ISOLATION),
+        default="read_uncommitted",
+        help="read_committed: only committed transactions' records, up to the last stable "
+        "offset (default read_uncommitted: every record)",
     )
     parser.add_argument(
         "--session-timeout-ms",

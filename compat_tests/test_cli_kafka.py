@@ -124,3 +124,19 @@ def test_internal_topics_of_kafka_read_as_kafkas_tool_does(
 
 def test_follow_in_a_group_until_interrupted(broker_bootstrap: str) -> None:
     scenarios.check_follow_in_a_group_until_interrupted(broker_bootstrap)
+
+
+def test_read_committed_and_transaction_markers_on_kafka(
+    reference_kafka: RunningBroker, tmp_path: Path
+) -> None:
+    """Transactions exist on Kafka only so far (millpond's come with the roadmap's step 7):
+    consume --isolation-level read_committed leaves out an aborted transaction, and
+    dump-log prints the transactional batches and their markers as Kafka's tool does."""
+    topic = scenarios.produce_transactions(reference_kafka.bootstrap)
+    scenarios.check_read_committed(reference_kafka.bootstrap, topic)
+    copy = tmp_path / f"{topic}-0"
+    copy.mkdir()
+    _copy_when_still(reference_kafka.partition_dir(topic, 0) / "00000000000000000000.log", copy)
+    _same_as_kafkas_tool(copy)
+    dumped = scenarios.run("dump-log", "--files", str(copy), "--print-data-log").stdout
+    assert "endTxnMarker: ABORT" in dumped and "endTxnMarker: COMMIT" in dumped

@@ -287,6 +287,9 @@ def check_consume(bootstrap: str) -> None:
     ).stdout
     assert templated.splitlines() == ["1/0 k1=v1 h=x1", "1/1 k3=v3 h=x3", "1/2 k5=v5 h=x5"]
     assert run("consume", topic, "-p", "0", "-o", "2", bootstrap=bootstrap).stdout == "v4\n"
+    committed_only = run("consume", topic, "--isolation-level", "read_committed",
+                         "-t", "{value}", bootstrap=bootstrap)  # fmt: skip
+    assert sorted(committed_only.stdout.split()) == [f"v{i}" for i in range(6)]
     assert run("consume", topic, "-p", "0", "-o", "end", bootstrap=bootstrap).stdout == ""
     by_time = run("consume", topic, "-o", f"@{base + 3000}", "-t", "{value}", bootstrap=bootstrap)
     assert sorted(by_time.stdout.split()) == ["v3", "v4", "v5"]
@@ -730,3 +733,28 @@ def check_follow_in_a_group_until_interrupted(bootstrap: str) -> None:
     assert sum(committed(bootstrap, group).values()) == 2
     described = run_json("group", "describe", group, bootstrap=bootstrap)
     assert described["state"] == "Empty" and described["members"] == []
+
+
+def produce_transactions(bootstrap: str) -> str:
+    """A one-partition topic holding a committed, an aborted and a committed transaction
+    of confluent-kafka's transactional producer; returns its name."""
+    topic = name("txn")
+    run("topic", "create", topic, "-p", "1", bootstrap=bootstrap)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": name("txn-id")})
+    producer.init_transactions(30)
+    for values, commit in ((["kept-1", "kept-2"], True), (["dropped"], False), (["kept-3"], True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value)
+        assert producer.flush(30) == 0
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    return topic
+
+
+def check_read_committed(bootstrap: str, topic: str) -> None:
+    """read_committed leaves out the aborted transaction's records; the default shows all."""
+    committed_only = run("consume", topic, "--isolation-level", "read_committed",
+                         bootstrap=bootstrap)  # fmt: skip
+    assert committed_only.stdout.split() == ["kept-1", "kept-2", "kept-3"]
+    everything = run("consume", topic, bootstrap=bootstrap).stdout.split()
+    assert everything == ["kept-1", "kept-2", "dropped", "kept-3"]

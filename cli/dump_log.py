@@ -3,8 +3,9 @@
 Prints the batches of ``.log`` files (and, with ``--print-data-log``, their records) and
 the entries of ``.index`` and ``.timeindex`` files in the line format of Kafka's
 kafka-dump-log, so output from millpond's data and Kafka's can be compared line for
-line; ``--offsets-decoder`` and ``--cluster-metadata-decoder`` show the records of
-``__consumer_offsets`` and ``__cluster_metadata`` as JSON, as that tool does. A directory
+line; ``--offsets-decoder``, ``--transaction-log-decoder`` and
+``--cluster-metadata-decoder`` show the records of ``__consumer_offsets``,
+``__transaction_state`` and ``__cluster_metadata`` as JSON, as that tool does. A directory
 is a partition directory or a whole data directory: every ``.log`` file under it,
 partition by partition. Reads files only; needs no broker.
 """
@@ -22,7 +23,11 @@ from typing import Any, Literal
 from millpond.cli import add_command
 from millpond.cli.errors import CliError
 from millpond.cli.output import emit_json
-from millpond.cli.record_json import decode_control, decode_metadata_value, decode_offsets_record
+from millpond.cli.record_json import (
+    decode_control,
+    decode_coordinator_record,
+    decode_metadata_value,
+)
 from millpond.storage.names import parse_partition_dir_name, parse_segment_file_name
 from millpond.wire import DecodeError
 from millpond.wire.records import (
@@ -75,7 +80,7 @@ def _text(value: bytes | None) -> str:
 
 
 #: How records print: not at all, as text, or decoded as records of an internal topic.
-Decoder = Literal["none", "text", "offsets", "metadata"]
+Decoder = Literal["none", "text", "offsets", "transactions", "metadata"]
 
 
 def _batch_data(batch: RecordBatch, position: int, decoder: Decoder) -> dict[str, Any]:
@@ -130,8 +135,8 @@ def _record_data(batch: RecordBatch, record: Record, decoder: Decoder) -> dict[s
             data["coordinatorEpoch"] = marker.coordinator_epoch
         else:
             data["control"] = decode_control(control.type, value) or f"UNKNOWN({control.type})"
-    elif decoder == "offsets":
-        data["key"], data["payload"] = decode_offsets_record(key, value)
+    elif decoder in ("offsets", "transactions"):
+        data["key"], data["payload"] = decode_coordinator_record(decoder, key, value)
     elif decoder == "metadata" and (decoded := decode_metadata_value(value)) is not None:
         data["payload"] = decoded
     else:  # as Kafka's tool: a null key or value (a tombstone) is left out
@@ -231,6 +236,8 @@ def _dump(args: argparse.Namespace) -> int:
             decoder: Decoder = "none"
             if args.offsets_decoder:
                 decoder = "offsets"
+            elif args.transaction_log_decoder:
+                decoder = "transactions"
             elif args.cluster_metadata_decoder:
                 decoder = "metadata"
             elif args.print_data_log:
@@ -284,6 +291,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--offsets-decoder",
         action="store_true",
         help="decode __consumer_offsets records (offset commits, group metadata) as JSON",
+    )
+    parser.add_argument(
+        "--transaction-log-decoder",
+        action="store_true",
+        help="decode __transaction_state records (transactions and their states) as JSON",
     )
     parser.add_argument(
         "--cluster-metadata-decoder",

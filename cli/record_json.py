@@ -6,6 +6,8 @@ base64, uuids in Kafka's base64 form, tagged fields only when set).
   coordinator record's api key), a value with its version: ``{"type": "1", "data":
   {...}}`` and ``{"version": "4", "data": {...}}``; a consumer group's members show their
   subscription and assignment decoded; a deleted key's value is ``<DELETE>``.
+- ``__transaction_state`` (``--transaction-log-decoder``): the same shape; a
+  transaction's status by its name.
 - ``__cluster_metadata`` (``--cluster-metadata-decoder``): each value is a framed metadata
   record, ``{"type": "TOPIC_RECORD", "version": 0, "data": {...}}``.
 - KRaft's control records (leader changes, the kraft.version, the voter set), which the
@@ -34,7 +36,8 @@ from millpond.wire.generated.data.leader_change_message import LeaderChangeMessa
 from millpond.wire.generated.data.snapshot_footer_record import SnapshotFooterRecord
 from millpond.wire.generated.data.snapshot_header_record import SnapshotHeaderRecord
 from millpond.wire.generated.data.voters_record import VotersRecord
-from millpond.wire.generated.group_coordinator import SPECS
+from millpond.wire.generated.group_coordinator import SPECS as GROUP_SPECS
+from millpond.wire.generated.transaction_coordinator import SPECS as TRANSACTION_SPECS
 from millpond.wire.message import Field, uuid_to_str
 from millpond.wire.primitives import DECODE_FAILURES
 
@@ -54,12 +57,21 @@ _CONSUMER_PROTOCOL: dict[str, type[Message]] = {
 }
 
 
+#: The coordinators' logs: their records' specs by the topic they live in.
+_LOGS = {"offsets": GROUP_SPECS, "transactions": TRANSACTION_SPECS}
+#: TransactionLogValue's status as Kafka's tool names it (TransactionState).
+TRANSACTION_STATES = (
+    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+    "Dead", "PrepareEpochFence",
+)  # fmt: skip
+
+
 @cache
-def _classes() -> dict[tuple[str, int], type[Message]]:
-    """``(coordinator-key | coordinator-value, api key) -> message class``."""
+def _classes(log: str) -> dict[tuple[str, int], type[Message]]:
+    """``(coordinator-key | coordinator-value, api key) -> message class`` of one log."""
     return {
         (spec.type, spec.api_key): load_message_class(spec.module, spec.name)
-        for spec in SPECS
+        for spec in _LOGS[log]
         if spec.api_key is not None
     }
 
@@ -128,25 +140,29 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def decode_offsets_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
-    """``(key, payload)`` texts of one ``__consumer_offsets`` record."""
+def decode_coordinator_record(log: str, key: bytes | None, value: bytes | None) -> tuple[str, str]:
+    """``(key, payload)`` texts of one record of ``__consumer_offsets`` (``log`` "offsets")
+    or ``__transaction_state`` ("transactions")."""
     if key is None or len(key) < 2:
         return "null", "<UNKNOWN>"
     (record_type,) = _INT16.unpack_from(key)
-    key_class = _classes().get(("coordinator-key", record_type))
+    key_class = _classes(log).get(("coordinator-key", record_type))
     decoded_key = _versioned_key(key_class, key) if key_class else None
     if decoded_key is None:
         return f"unknown::version={record_type}", "<UNKNOWN>"
     key_text = _dumps({"type": str(record_type), "data": kafka_json(decoded_key, 0)})
     if value is None:
         return key_text, "<DELETE>"
-    value_class = _classes().get(("coordinator-value", record_type))
+    value_class = _classes(log).get(("coordinator-value", record_type))
     decoded = _versioned(value_class, value) if value_class else None
     if decoded is None:
         return key_text, "<UNKNOWN>"
     message, version = decoded
     consumer = getattr(message, "protocol_type", None) == "consumer"
     data = kafka_json(message, version, consumer)
+    status = data.get("transactionStatus")
+    if log == "transactions" and isinstance(status, int) and 0 <= status < len(TRANSACTION_STATES):
+        data["transactionStatus"] = TRANSACTION_STATES[status]
     return key_text, _dumps({"version": str(version), "data": data})
 
 

@@ -131,7 +131,8 @@ def test_read_committed_and_transaction_markers_on_kafka(
 ) -> None:
     """Transactions exist on Kafka only so far (millpond's come with the roadmap's step 7):
     consume --isolation-level read_committed leaves out an aborted transaction, and
-    dump-log prints the transactional batches and their markers as Kafka's tool does."""
+    dump-log prints the transactional batches and their markers, and the transaction log
+    (--transaction-log-decoder), as Kafka's tool does."""
     topic = scenarios.produce_transactions(reference_kafka.bootstrap)
     scenarios.check_read_committed(reference_kafka.bootstrap, topic)
     copy = tmp_path / f"{topic}-0"
@@ -140,3 +141,13 @@ def test_read_committed_and_transaction_markers_on_kafka(
     _same_as_kafkas_tool(copy)
     dumped = scenarios.run("dump-log", "--files", str(copy), "--print-data-log").stdout
     assert "endTxnMarker: ABORT" in dumped and "endTxnMarker: COMMIT" in dumped
+    for directory in sorted(reference_kafka.log_dir.glob("__transaction_state-*")):
+        state = tmp_path / directory.name
+        state.mkdir()
+        _copy_when_still(directory / "00000000000000000000.log", state)
+        _same_as_kafkas_tool(state, "--transaction-log-decoder")
+    log = scenarios.run(
+        "dump-log", "--files", str(tmp_path), "--transaction-log-decoder"
+    ).stdout  # the data directory of copies: the topic's partition and the transaction log
+    for status in ("Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"):
+        assert f'"transactionStatus":"{status}"' in log, status

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,7 +53,12 @@ from bench.startup import (  # noqa: E402 (after the path is set)
     stop,
 )
 from compat_tests.harness import create_topic  # noqa: E402
-from compat_tests.kafka.reference import KAFKA_VERSION, free_port, kafka_classpath  # noqa: E402
+from compat_tests.kafka.reference import (  # noqa: E402
+    KAFKA_VERSION,
+    TOOLS_LOG4J,
+    free_port,
+    kafka_classpath,
+)
 
 BROKERS = ("millpond", "kafka", "tansu")
 PEERS = ("kafka", "tansu")
@@ -96,9 +102,23 @@ ROWS = [
         )
         for s, p, a in PRODUCE
     ),
+    Row(
+        "perf-produce",
+        "produce 1024 B values, 8 partitions, acks=1, by Kafka's ProducerPerformance",
+        "MB/s",
+        True,
+        "throughput",
+    ),
     Row("produce-100-8-1-msgs", "produce 100 B values, 8 partitions, acks=1", "k msg/s", True),
     Row("consume-cold", "consume, cold page cache", "MB/s", True, "throughput"),
     Row("consume-warm", "consume, warm page cache", "MB/s", True, "throughput"),
+    Row(
+        "perf-consume",
+        "consume, warm page cache, by Kafka's ConsumerPerformance",
+        "MB/s",
+        True,
+        "throughput",
+    ),
     Row("latency-p50", "end-to-end latency p50", "ms", False, "latency"),
     Row("latency-p99", "end-to-end latency p99", "ms", False, "latency"),
     Row("latency-p999", "end-to-end latency p99.9", "ms", False, "latency"),
@@ -121,7 +141,7 @@ class Results:
         self.samples.setdefault(key, {}).setdefault(broker, []).append(value)
 
     def na(self, key: str, broker: str, why: str) -> None:
-        self.missing.setdefault(key, {})[broker] = why
+        self.missing.setdefault(key, {}).setdefault(broker, why)  # the first reason stands
 
     def median(self, key: str, broker: str) -> float | None:
         values = self.samples.get(key, {}).get(broker)
@@ -137,6 +157,9 @@ class Settings:
     latency_s: float
     settle_s: float
     warmup_s: float
+    classpath: str  # Kafka's jars: the broker, and ProducerPerformance/ConsumerPerformance
+    tool_timeout_ms: int  # how long Kafka's perf tools wait on a broker that does not answer
+    group_s: float  # how long the group may take to become stable
 
 
 # -- brokers ---------------------------------------------------------------------------------
@@ -187,13 +210,11 @@ class Running:
 
 
 @contextmanager
-def started(
-    name: str, work: Path, classpath: str, settings: Settings, results: Results
-) -> Iterator[Running]:
+def started(name: str, work: Path, settings: Settings, results: Results) -> Iterator[Running]:
     """Launch ``name`` as bench/startup.py does (timed to the first Metadata answer), record
     its start-up time and idle RSS, and stop it on the way out."""
     work.mkdir(parents=True)
-    launcher = make_launcher(name, work, classpath)
+    launcher = make_launcher(name, work, settings.classpath)
     proc, start_s, _ = launch(launcher, metadata_frame(), 0.001)
     try:
         results.add("start", name, start_s)
@@ -246,6 +267,44 @@ def run_produce(broker: Running, run: int, settings: Settings, results: Results)
         )
         if (size, partitions, acks) == (100, 8, "1"):
             results.add("produce-100-8-1-msgs", broker.name, answer["msgs_s"] / 1000)
+    topic = f"perf-produce-r{run}"
+    create_topic(broker.bootstrap, topic, 8)
+    records = max(10_000, int(settings.produce_s * 100_000))  # about produce_s seconds
+    out = kafka_tool(
+        settings,
+        "ProducerPerformance",
+        "--topic", topic, "--num-records", str(records), "--record-size", str(KIB),
+        "--throughput", "-1", "--command-property", f"bootstrap.servers={broker.bootstrap}",
+        "acks=1", "linger.ms=5", "batch.size=1048576", "enable.idempotence=false",
+        # A broker the Java client cannot use fails the figure in seconds, not minutes.
+        f"max.block.ms={settings.tool_timeout_ms}",
+        f"request.timeout.ms={settings.tool_timeout_ms}",
+        f"delivery.timeout.ms={2 * settings.tool_timeout_ms}",
+    )  # fmt: skip
+    found = PERF_PRODUCED.findall(out)
+    sent = int(found[-1][0]) if found else 0
+    if sent != records:
+        raise RuntimeError(f"ProducerPerformance sent {sent} of {records} records\n{out[-2000:]}")
+    results.add("perf-produce", broker.name, float(found[-1][1]) * MIB / 1e6)
+
+
+# The last line of ProducerPerformance: records sent, then MiB per second.
+PERF_PRODUCED = re.compile(r"(\d+) records sent, [\d.]+ records/sec \(([\d.]+) MB/sec\)")
+MIB = 1024 * 1024
+
+
+def kafka_tool(settings: Settings, name: str, *args: str) -> str:
+    """Run one of Kafka's perf tools with a JVM fit to generate load (C2 compiler and a
+    512 MiB heap, as kafka-producer-perf-test.sh gives it); its stdout."""
+    command = [
+        "java", "-Xmx512m", "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={TOOLS_LOG4J}", "-cp", settings.classpath,
+        f"org.apache.kafka.tools.{name}", *args,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout
 
 
 def evict(data: Path, topic: str) -> int:
@@ -301,6 +360,21 @@ def run_consume(broker: Running, run: int, settings: Settings, results: Results)
         f"{broker.name} consume-warm run {run}: {warm['messages']:,} messages, "
         f"{warm['mb_s']:.1f} MB/s"
     )
+    out = kafka_tool(
+        settings,
+        "ConsumerPerformance",
+        "--bootstrap-server", broker.bootstrap, "--topic", topic,
+        "--num-records", str(filled["messages"]), "--hide-header",
+        "--timeout", str(settings.tool_timeout_ms),  # the longest wait between records
+    )  # fmt: skip
+    # One CSV line: ..., fetch.MB.sec (MiB per second after the group's join), fetch.nMsg.sec.
+    fields = out.strip().splitlines()[-1].split(",")
+    records = int(fields[4]) if len(fields) >= 10 else 0
+    if records < filled["messages"]:
+        raise RuntimeError(
+            f"ConsumerPerformance read {records} of {filled['messages']} records\n{out[-2000:]}"
+        )
+    results.add("perf-consume", broker.name, float(fields[8]) * MIB / 1e6)
 
 
 def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
@@ -351,13 +425,14 @@ def run_group(broker: Running, run: int, settings: Settings, results: Results) -
     create_topic(broker.bootstrap, topic, 64)
     spec = {
         "mode": "group", "bootstrap": broker.bootstrap, "topic": topic, "group": topic,
-        "members": 8, "partitions": 64, "seconds": 60,
+        "members": 8, "partitions": 64, "seconds": settings.group_s,
     }  # fmt: skip
-    answer = loadgen(spec, 120)
+    answer = loadgen(spec, settings.group_s + 60)
     if answer["stable"]:
         results.add("group", broker.name, answer["seconds"])
     else:
-        results.na("group", broker.name, f"not stable in 60 s (shares {answer['shares']})")
+        why = f"not stable in {settings.group_s:g} s (shares {answer['shares']})"
+        results.na("group", broker.name, why)
 
 
 WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] = [
@@ -367,8 +442,8 @@ WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] =
     ("group", run_group),
 ]
 KEYS_OF = {
-    "produce": [r.key for r in ROWS if r.key.startswith("produce")],
-    "consume": ["consume-cold", "consume-warm"],
+    "produce": [r.key for r in ROWS if r.key.startswith("produce")] + ["perf-produce"],
+    "consume": ["consume-cold", "consume-warm", "perf-consume"],
     "latency": ["latency-p50", "latency-p99", "latency-p999"],
     "group": ["group"],
 }
@@ -388,10 +463,8 @@ def warm_up(broker: Running, settings: Settings) -> None:
     loadgen(spec, settings.warmup_s + 120)
 
 
-def run_broker(
-    name: str, run: int, work: Path, classpath: str, settings: Settings, results: Results
-) -> None:
-    with started(name, work, classpath, settings, results) as broker:
+def run_broker(name: str, run: int, work: Path, settings: Settings, results: Results) -> None:
+    with started(name, work, settings, results) as broker:
         warm_up(broker, settings)
         for workload, measure in WORKLOADS:
             began = time.monotonic()
@@ -399,7 +472,7 @@ def run_broker(
                 measure(broker, run, settings, results)
             except (RuntimeError, OSError, AssertionError, TimeoutError, KeyError) as exc:
                 # A peer lacking a feature leaves its cells n/a, never the whole run.
-                why = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else repr(exc)
+                why = (str(exc).strip().splitlines() or [repr(exc)])[0][:100]
                 for key in KEYS_OF[workload]:
                     results.na(key, name, f"failed: {why}")
                 results.notes.append(f"{name} {workload} run {run} failed: {exc!r}"[:400])
@@ -546,8 +619,8 @@ def main(argv: list[str] | None = None) -> None:
     quick = args.quick
     args.runs = args.runs or (1 if quick else 3)
     args.produce_s = args.produce_s or (0.5 if quick else 8.0)
-    args.consume_mib = args.consume_mib or (32 if quick else 1024)
-    args.latency_s = args.latency_s or (1.5 if quick else 20.0)
+    args.consume_mib = args.consume_mib or (16 if quick else 1024)
+    args.latency_s = args.latency_s or (1.0 if quick else 20.0)
     args.warmup_s = 0.0 if quick else args.warmup_s
     settings = Settings(
         runs=args.runs,
@@ -557,6 +630,9 @@ def main(argv: list[str] | None = None) -> None:
         latency_s=args.latency_s,
         settle_s=0.5 if quick else 3.0,
         warmup_s=args.warmup_s,
+        classpath=kafka_classpath(),  # Kafka's perf tools load every broker
+        tool_timeout_ms=2000 if quick else 15_000,
+        group_s=5.0 if quick else 60.0,
     )
     if args.out:
         out = Path(args.out)
@@ -565,15 +641,14 @@ def main(argv: list[str] | None = None) -> None:
     else:
         out = ROOT / "bench"
     out.mkdir(parents=True, exist_ok=True)
-    brokers = args.only or list(BROKERS)
-    classpath = kafka_classpath() if "kafka" in brokers else ""
+    brokers = [b for b in BROKERS if not args.only or b in args.only]
     results = Results()
     load_start = os.getloadavg()[0]
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="millpond-bench-throughput-") as tmp:
         for run in range(args.runs):
             for name in brokers:
-                run_broker(name, run, Path(tmp) / f"{name}-{run}", classpath, settings, results)
+                run_broker(name, run, Path(tmp) / f"{name}-{run}", settings, results)
     took = time.monotonic() - began
     load = f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"
     (out / "RESULTS.md").write_text(report(results, brokers, args, took, load))

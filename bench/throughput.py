@@ -52,13 +52,14 @@ from bench.startup import (  # noqa: E402 (after the path is set)
     rss_mb,
     stop,
 )
-from compat_tests.harness import create_topic  # noqa: E402
+from compat_tests.harness import Connection, create_topic  # noqa: E402
 from compat_tests.kafka.reference import (  # noqa: E402
     KAFKA_VERSION,
     TOOLS_LOG4J,
     free_port,
     kafka_classpath,
 )
+from millpond.wire.generated.api.delete_topics_request import DeleteTopicsRequest  # noqa: E402
 
 BROKERS = ("millpond", "kafka", "tansu")
 PEERS = ("kafka", "tansu")
@@ -267,6 +268,7 @@ def run_produce(broker: Running, run: int, settings: Settings, results: Results)
         )
         if (size, partitions, acks) == (100, 8, "1"):
             results.add("produce-100-8-1-msgs", broker.name, answer["msgs_s"] / 1000)
+        delete_topic(broker.bootstrap, topic)
     topic = f"perf-produce-r{run}"
     create_topic(broker.bootstrap, topic, 8)
     records = max(10_000, int(settings.produce_s * 100_000))  # about produce_s seconds
@@ -286,6 +288,7 @@ def run_produce(broker: Running, run: int, settings: Settings, results: Results)
     if sent != records:
         raise RuntimeError(f"ProducerPerformance sent {sent} of {records} records\n{out[-2000:]}")
     results.add("perf-produce", broker.name, float(found[-1][1]) * MIB / 1e6)
+    delete_topic(broker.bootstrap, topic)
 
 
 # The last line of ProducerPerformance: records sent, then MiB per second.
@@ -305,6 +308,16 @@ def kafka_tool(settings: Settings, name: str, *args: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"{name} failed ({done.returncode}): {done.stderr[-2000:]}")
     return done.stdout
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Drop a figure's topic once measured: Tansu keeps every record in memory, and a full
+    run produces tens of GB (a failed delete only costs memory or disk, so it is ignored)."""
+    conn = Connection(bootstrap)
+    try:
+        conn.request(DeleteTopicsRequest(topic_names=[topic], timeout_ms=30_000), 5)
+    finally:
+        conn.close()
 
 
 def evict(data: Path, topic: str) -> int:
@@ -375,6 +388,7 @@ def run_consume(broker: Running, run: int, settings: Settings, results: Results)
             f"ConsumerPerformance read {records} of {filled['messages']} records\n{out[-2000:]}"
         )
     results.add("perf-consume", broker.name, float(fields[8]) * MIB / 1e6)
+    delete_topic(broker.bootstrap, topic)
 
 
 def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
@@ -461,6 +475,7 @@ def warm_up(broker: Running, settings: Settings) -> None:
         "count": 50_000_000,
     }  # fmt: skip
     loadgen(spec, settings.warmup_s + 120)
+    delete_topic(broker.bootstrap, "warm-up")
 
 
 def run_broker(name: str, run: int, work: Path, settings: Settings, results: Results) -> None:

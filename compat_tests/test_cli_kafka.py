@@ -49,10 +49,12 @@ def millpond_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         yield bootstrap, work / "data"
 
 
-def _same_as_kafkas_tool(partition_dir: Path, option: str = "--print-data-log") -> None:
-    segment = str(partition_dir / "00000000000000000000.log")
-    ours = scenarios.run("dump-log", "--files", segment, option).stdout
-    assert ours == dump_log_segments([segment], option)
+def _same_as_kafkas_tool(*partition_dirs: Path, option: str = "--print-data-log") -> None:
+    """Both tools, each run once on the first segments of ``partition_dirs``, print the
+    same (Kafka's tool starts a JVM per run)."""
+    segments = [str(d / "00000000000000000000.log") for d in partition_dirs]
+    ours = scenarios.run("dump-log", "--files", *segments, option).stdout
+    assert ours == dump_log_segments(segments, option)
 
 
 def test_dump_log_of_millpond_data_reads_as_kafkas_tool_does(
@@ -90,16 +92,17 @@ def _copy_when_still(segment: Path, to: Path) -> None:
 def _internal_topics_read_as_kafkas_tool_does(data: Path, copies: Path) -> None:
     """Both decoders on copies of the internal topics' first segments (the brokers keep
     appending to them), copied under their own names as Kafka's tool needs."""
+    offsets = []
     for directory in [*sorted(data.glob("__consumer_offsets-*")), data / "__cluster_metadata-0"]:
         copy = copies / directory.name
         copy.mkdir(parents=True)
         _copy_when_still(directory / "00000000000000000000.log", copy)
-        options = ["--print-data-log"]
-        options += (
-            ["--cluster-metadata-decoder"] if "metadata" in copy.name else ["--offsets-decoder"]
-        )
-        for option in options:
-            _same_as_kafkas_tool(copy, option)
+        offsets.append(copy)
+    metadata = offsets.pop()
+    for option in ("--print-data-log", "--offsets-decoder"):
+        _same_as_kafkas_tool(*offsets, option=option)
+    for option in ("--print-data-log", "--cluster-metadata-decoder"):
+        _same_as_kafkas_tool(metadata, option=option)
 
 
 def test_internal_topics_of_millpond_read_as_kafkas_tool_does(
@@ -145,7 +148,7 @@ def test_read_committed_and_transaction_markers_on_kafka(
         state = tmp_path / directory.name
         state.mkdir()
         _copy_when_still(directory / "00000000000000000000.log", state)
-        _same_as_kafkas_tool(state, "--transaction-log-decoder")
+        _same_as_kafkas_tool(state, option="--transaction-log-decoder")
     log = scenarios.run(
         "dump-log", "--files", str(tmp_path), "--transaction-log-decoder"
     ).stdout  # the data directory of copies: the topic's partition and the transaction log

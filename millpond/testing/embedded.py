@@ -188,6 +188,17 @@ class AsyncEmbeddedBroker(_Handle):
         return fn(self.broker)
 
 
+async def stop_and_settle(instance: Broker) -> None:
+    """Stop the broker, then end whatever tasks are left on its loop (a request a
+    client sent while it stopped), so the loop closes with nothing pending."""
+    await instance.stop()
+    current = asyncio.current_task()
+    leftover = [task for task in asyncio.all_tasks() if task is not current]
+    for task in leftover:
+        task.cancel()
+    await asyncio.gather(*leftover, return_exceptions=True)
+
+
 @contextmanager
 def _data_dir(in_memory: bool, data_dir: str | None) -> Iterator[str]:
     if in_memory:
@@ -241,7 +252,7 @@ def broker(
         try:
             yield handle
         finally:
-            asyncio.run_coroutine_threadsafe(started[0].stop(), loop).result(60)
+            asyncio.run_coroutine_threadsafe(stop_and_settle(started[0]), loop).result(60)
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
             loop.run_until_complete(loop.shutdown_asyncgens())

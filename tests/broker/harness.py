@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from millpond.broker.node import Broker
+from millpond.testing.embedded import stop_and_settle
 from millpond.wire import (
     Message,
     RequestHeader,
@@ -66,7 +67,7 @@ def running_broker(**kwargs: Any) -> Iterator[Broker]:
         _loops.pop(id(broker), None)
         while _open_clients:
             _open_clients.pop().close()
-        asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(10)
+        asyncio.run_coroutine_threadsafe(stop_and_settle(broker), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()

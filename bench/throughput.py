@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -304,10 +305,33 @@ def kafka_tool(settings: Settings, name: str, *args: str) -> str:
         f"-Dlog4j2.configurationFile={TOOLS_LOG4J}", "-cp", settings.classpath,
         f"org.apache.kafka.tools.{name}", *args,
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return done.stdout
+    # stderr goes to a file, so a chatty tool can never block on it.
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+        watchdog = threading.Timer(600, proc.kill)  # bounds the loop below
+        watchdog.start()
+        lines: list[str] = []
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line)
+                # ProducerPerformance reports every 5 s; a first window with nothing
+                # acknowledged means the broker refuses this client: waiting out every
+                # record's delivery timeout would take minutes.
+                if line.startswith("0 records sent,"):
+                    proc.kill()
+                    raise RuntimeError(f"{name}: no record acknowledged in its first report")
+            proc.wait(timeout=60)
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        errors.seek(0)
+        err = errors.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} failed ({proc.returncode}): {err[-2000:]}")
+    return "".join(lines)
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:
@@ -485,7 +509,10 @@ def run_broker(name: str, run: int, work: Path, settings: Settings, results: Res
             began = time.monotonic()
             try:
                 measure(broker, run, settings, results)
-            except (RuntimeError, OSError, AssertionError, TimeoutError, KeyError) as exc:
+            except (
+                RuntimeError, OSError, AssertionError, TimeoutError, KeyError,
+                subprocess.SubprocessError,
+            ) as exc:  # fmt: skip
                 # A peer lacking a feature leaves its cells n/a, never the whole run.
                 why = (str(exc).strip().splitlines() or [repr(exc)])[0][:100]
                 for key in KEYS_OF[workload]:

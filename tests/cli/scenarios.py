@@ -709,6 +709,12 @@ def check_api_versions(bootstrap: str) -> None:
     assert text.splitlines()[0].split() == ["KEY", "API", "MIN", "MAX", "NEGOTIATED"]
 
 
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def check_follow_in_a_group_until_interrupted(bootstrap: str) -> None:
     """``consume --group --follow`` prints records produced while it runs; Ctrl-C (SIGINT)
     makes it commit what it printed, leave the group and exit 130."""
@@ -719,8 +725,14 @@ def check_follow_in_a_group_until_interrupted(bootstrap: str) -> None:
     run("produce", topic, bootstrap=bootstrap, stdin="before\n")
     command = [MILLPOND, "consume", topic, "-g", group, "--follow", "--bootstrap-server",
                bootstrap]  # fmt: skip
+    # As at a terminal, where Ctrl-C is not ignored: a test run started in the background
+    # (nohup, `&`) passes SIGINT on ignored, and Python then leaves it ignored.
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
     ) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         try:

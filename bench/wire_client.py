@@ -7,17 +7,11 @@ import socket
 import struct
 from typing import Any
 
+from millpond.cli.client import recv_exactly
 from millpond.wire import Message, RequestHeader, decode_response, encode_request
 
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return bytes(data)
+#: Benchmarks read answers with the command line's blocking reader.
+recv_exact = recv_exactly
 
 
 class Client:

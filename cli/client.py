@@ -78,6 +78,17 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    """``n`` bytes from a blocking socket; ConnectionError if the peer closes first."""
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return bytes(data)
+
+
 class Connection:
     """One socket to one broker, with the API versions it advertised."""
 
@@ -182,13 +193,7 @@ class Connection:
             ) from None
 
     def _read(self, n: int) -> bytes:
-        data = bytearray()
-        while len(data) < n:
-            chunk = self._sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return bytes(data)
+        return recv_exactly(self._sock, n)
 
     @property
     def closed(self) -> bool:

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from compat_tests.kafka.reference import free_port
+from millpond.cli.client import recv_exactly
 from millpond.wire import RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api.create_topics_request import (
     CreatableTopic,
@@ -151,13 +152,7 @@ class Connection:
         return response
 
     def _read(self, n: int) -> bytes:
-        data = bytearray()
-        while len(data) < n:
-            chunk = self._sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return bytes(data)
+        return recv_exactly(self._sock, n)
 
     def close(self) -> None:
         self._sock.close()

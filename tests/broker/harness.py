@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from millpond.broker.node import Broker
+from millpond.cli.client import recv_exactly
 from millpond.testing.embedded import stop_and_settle
 from millpond.wire import (
     Message,
@@ -92,13 +93,7 @@ class Client:
         return self._read_exactly(size)
 
     def _read_exactly(self, n: int) -> bytes:
-        data = bytearray()
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return bytes(data)
+        return recv_exactly(self.sock, n)
 
     def request(self, body: Message, version: int) -> tuple[ResponseHeader, Any]:
         assert body.API_KEY is not None

@@ -2,9 +2,12 @@
 
 One command starts each broker in turn on loopback, runs every workload against it with the
 same load generator (librdkafka through confluent-kafka, one process per measurement:
-bench/loadgen.py), stops it, and repeats for ``--runs`` rounds (brokers interleaved, so drift
-in the machine hits all alike). It writes RESULTS.md (medians, and millpond / peer ratios
-computed from this run) and throughput.png (throughput and latency side by side).
+bench/loadgen.py; and Kafka's ProducerPerformance and ConsumerPerformance for one figure
+each, a second opinion from the Java client), stops it, and repeats for ``--runs`` rounds
+(brokers interleaved, so drift in the machine hits all alike). Every figure's topic is deleted
+once measured: Tansu keeps every record in memory. It writes RESULTS.md (medians, and
+millpond / peer ratios computed from this run) and throughput.png (throughput and latency side
+by side).
 
 Workloads (issue 8): (a) produce 1 KiB values to 1 and 8 partitions, acks=1 and acks=all,
 linger.ms=5; (b) the same with 100-byte values, acks=1 (per-request overhead); (c) consume
@@ -27,6 +30,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -594,7 +598,7 @@ def report(
         lines.append(
             f"| {row.label} ({better} is better) | {row.unit} | " + " | ".join(cells) + " |"
         )
-    command = " ".join(["python", "bench/throughput.py", *sys.argv[1:]])
+    command = shlex.join(["python", "bench/throughput.py", *sys.argv[1:]])
     text = [
         "# Throughput, latency, start-up and groups: millpond, Apache Kafka and Tansu",
         "",

@@ -13,6 +13,7 @@ partition by partition. Reads files only; needs no broker.
 from __future__ import annotations
 
 import argparse
+import codecs
 import mmap
 import struct
 import sys
@@ -75,8 +76,27 @@ def _map(path: Path) -> memoryview:
         return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
-def _text(value: bytes | None) -> str:
-    return "" if value is None else value.decode("utf-8", "replace")
+def _java_replace(error: UnicodeError) -> tuple[str, int]:
+    """Replace malformed UTF-8 as Java's ``new String(bytes, UTF_8)`` does (what Kafka's
+    tool prints): like Python's "replace", one U+FFFD per malformed subpart, except that
+    an encoded surrogate (ED A0..BF, and one more continuation byte if there is one) is
+    one malformed unit, where Python replaces each of its bytes."""
+    assert isinstance(error, UnicodeDecodeError)
+    data, start = error.object, error.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        end = start + 2
+        if end < len(data) and 0x80 <= data[end] <= 0xBF:
+            end += 1
+        return "\ufffd", end
+    return "\ufffd", error.end
+
+
+codecs.register_error("millpond-java-replace", _java_replace)
+
+
+def java_text(value: bytes | None) -> str:
+    """Bytes as Kafka's tool prints them: UTF-8, malformed input replaced as Java does."""
+    return "" if value is None else value.decode("utf-8", "millpond-java-replace")
 
 
 #: How records print: not at all, as text, or decoded as records of an internal topic.
@@ -141,9 +161,9 @@ def _record_data(batch: RecordBatch, record: Record, decoder: Decoder) -> dict[s
         data["payload"] = decoded
     else:  # as Kafka's tool: a null key or value (a tombstone) is left out
         if key is not None:
-            data["key"] = _text(key)
+            data["key"] = java_text(key)
         if value is not None:
-            data["payload"] = _text(value)
+            data["payload"] = java_text(value)
     return data
 
 

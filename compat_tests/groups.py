@@ -38,6 +38,26 @@ BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0"}
 MemberCommand = Callable[[str, str | None, int], list[str]]
 
 
+def member_command(
+    program: Sequence[str], bootstrap: str, topic: str, assignor: str | None = None
+) -> MemberCommand:
+    """Any client's ``group-member`` driver, run by ``program`` (the interpreter and
+    script, a binary, a JVM and its class): one consumer of ``topic`` in the group."""
+
+    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
+        cmd = [
+            *program, "group-member", "--bootstrap", bootstrap, "--topic", topic,
+            "--group", group, "--session-timeout-ms", str(session_ms),
+        ]  # fmt: skip
+        if assignor:
+            cmd += ["--assignor", assignor]
+        if instance_id:
+            cmd += ["--instance-id", instance_id]
+        return cmd
+
+    return command
+
+
 class Member:
     """One ``group-member`` driver process and everything it printed."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.groups import MemberCommand, run_group_scenario, run_static_scenario
+from compat_tests.groups import member_command, run_group_scenario, run_static_scenario
 from compat_tests.test_clients_go import build_go_programs
 
 pytestmark = pytest.mark.compat
@@ -27,21 +27,6 @@ def go_members() -> dict[str, Path]:
     drivers' is renamed into place whole, so the two must not share one)."""
     built = build_go_programs(list(MEMBERS), suffix="-groups")
     return {client: built[name] for name, client in MEMBERS.items()}
-
-
-def _member(binary: Path, bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:
-    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
-        cmd = [
-            str(binary), "group-member", "--bootstrap", bootstrap, "--topic", topic,
-            "--group", group, "--session-timeout-ms", str(session_ms),
-        ]  # fmt: skip
-        if assignor:
-            cmd += ["--assignor", assignor]
-        if instance_id:
-            cmd += ["--instance-id", instance_id]
-        return cmd
-
-    return command
 
 
 @pytest.mark.parametrize(
@@ -59,7 +44,7 @@ def test_go_group(
     go_members: dict[str, Path], broker_bootstrap: str, client: str, assignor: str | None
 ) -> None:
     topic = f"grp-{client}-{assignor or 'default'}"
-    command = _member(go_members[client], broker_bootstrap, topic, assignor)
+    command = member_command([str(go_members[client])], broker_bootstrap, topic, assignor)
     run_group_scenario(command, broker_bootstrap, topic)
 
 
@@ -69,5 +54,5 @@ def test_go_group(
 )
 def test_go_static_group(go_members: dict[str, Path], broker_bootstrap: str, client: str) -> None:
     topic = f"grp-{client}-static"
-    command = _member(go_members[client], broker_bootstrap, topic, None)
+    command = member_command([str(go_members[client])], broker_bootstrap, topic, None)
     run_static_scenario(command, broker_bootstrap, topic)

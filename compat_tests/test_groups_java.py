@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.groups import MemberCommand, run_group_scenario, run_static_scenario
+from compat_tests.groups import member_command, run_group_scenario, run_static_scenario
 from compat_tests.test_clients_java import java_program
 
 pytestmark = pytest.mark.compat
@@ -29,29 +29,14 @@ ASSIGNORS = {
 @pytest.fixture(scope="module")
 def java_member() -> list[str]:
     """The java command line of GroupMember, up to its arguments."""
-    return [*java_program(SOURCE), "group-member"]
-
-
-def _member(java: list[str], bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:
-    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
-        cmd = [
-            *java, "--bootstrap", bootstrap, "--topic", topic, "--group", group,
-            "--session-timeout-ms", str(session_ms),
-        ]  # fmt: skip
-        if assignor:
-            cmd += ["--assignor", assignor]
-        if instance_id:
-            cmd += ["--instance-id", instance_id]
-        return cmd
-
-    return command
+    return java_program(SOURCE)
 
 
 @pytest.mark.compat_matrix("Java kafka-clients", "group")
 @pytest.mark.parametrize("assignor", list(ASSIGNORS))
 def test_java_group(java_member: list[str], broker_bootstrap: str, assignor: str) -> None:
     topic = f"grp-java-{assignor}"
-    command = _member(java_member, broker_bootstrap, topic, ASSIGNORS[assignor])
+    command = member_command(java_member, broker_bootstrap, topic, ASSIGNORS[assignor])
     run = run_group_scenario(command, broker_bootstrap, topic)
     print(f"settle times (s): { {k: round(v, 2) for k, v in run.settle_times.items()} }")
 
@@ -59,6 +44,6 @@ def test_java_group(java_member: list[str], broker_bootstrap: str, assignor: str
 @pytest.mark.compat_matrix("Java kafka-clients", "group/static")
 def test_java_static_group(java_member: list[str], broker_bootstrap: str) -> None:
     topic = "grp-java-static"
-    command = _member(java_member, broker_bootstrap, topic, None)
+    command = member_command(java_member, broker_bootstrap, topic, None)
     took = run_static_scenario(command, broker_bootstrap, topic)
     print(f"the restarted static member got its partitions after {took:.2f}s")

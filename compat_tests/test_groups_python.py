@@ -8,27 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.groups import run_group_scenario, run_static_scenario
+from compat_tests.groups import (
+    MemberCommand,
+    member_command,
+    run_group_scenario,
+    run_static_scenario,
+)
 
 pytestmark = pytest.mark.compat
 
 DRIVERS = Path(__file__).resolve().parent / "python"
 
 
-def _confluent(bootstrap: str, topic: str, assignor: str | None):  # type: ignore[no-untyped-def]
-    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
-        cmd = [
-            sys.executable, str(DRIVERS / "member_confluent.py"), "group-member",
-            "--bootstrap", bootstrap, "--topic", topic, "--group", group,
-            "--session-timeout-ms", str(session_ms),
-        ]  # fmt: skip
-        if assignor:
-            cmd += ["--assignor", assignor]
-        if instance_id:
-            cmd += ["--instance-id", instance_id]
-        return cmd
-
-    return command
+def _confluent(bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:
+    driver = [sys.executable, str(DRIVERS / "member_confluent.py")]
+    return member_command(driver, bootstrap, topic, assignor)
 
 
 @pytest.mark.compat_matrix("confluent-kafka", "group")

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.groups import MemberCommand, run_group_scenario, run_static_scenario
+from compat_tests.groups import (
+    MemberCommand,
+    member_command,
+    run_group_scenario,
+    run_static_scenario,
+)
 
 pytestmark = pytest.mark.compat
 
@@ -17,19 +22,7 @@ DRIVERS = Path(__file__).resolve().parent / "python"
 
 
 def _member(driver: str, bootstrap: str, topic: str, assignor: str | None) -> MemberCommand:
-    def command(group: str, instance_id: str | None, session_ms: int) -> list[str]:
-        cmd = [
-            sys.executable, str(DRIVERS / driver), "group-member",
-            "--bootstrap", bootstrap, "--topic", topic, "--group", group,
-            "--session-timeout-ms", str(session_ms),
-        ]  # fmt: skip
-        if assignor:
-            cmd += ["--assignor", assignor]
-        if instance_id:
-            cmd += ["--instance-id", instance_id]
-        return cmd
-
-    return command
+    return member_command([sys.executable, str(DRIVERS / driver)], bootstrap, topic, assignor)
 
 
 @pytest.mark.compat_matrix("kafka-python", "group")

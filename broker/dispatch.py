@@ -27,8 +27,9 @@ from millpond.wire import (
     ResponseHeader,
     UnsupportedVersionError,
     decode_request,
-    encode_response,
+    encode_response_parts,
 )
+from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
@@ -111,8 +112,9 @@ class Dispatcher:
             raise CloseConnection
         return route, body
 
-    def encode(self, ctx: RequestContext, response: Message) -> bytes:
+    def encode(self, ctx: RequestContext, response: Message) -> SplicingWriter:
+        """The response frame (without its size prefix), fetched records left to splice."""
         header = ResponseHeader(correlation_id=ctx.correlation_id)
         # An ApiVersions request above what we know is answered in its v0 body.
         version = 0 if ctx.unknown_api_versions else ctx.api_version
-        return encode_response(header, response, version)
+        return encode_response_parts(header, response, version)

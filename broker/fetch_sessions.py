@@ -42,6 +42,7 @@ from typing import Final, NamedTuple
 
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_response import PartitionData
+from millpond.wire.splice import records_size
 
 INVALID_SESSION_ID: Final = 0
 INITIAL_EPOCH: Final = 0
@@ -99,7 +100,7 @@ class CachedPartition:
     def must_respond(self, data: PartitionData, update: bool) -> bool:
         """Whether an incremental response must list this partition; with ``update``,
         remember what it says."""
-        respond = bool(data.records)
+        respond = records_size(data.records) > 0
         if self.high_watermark != data.high_watermark:
             respond = True
             if update:
@@ -339,7 +340,7 @@ class IncrementalContext(FetchContext):
             if cached is None or not cached.must_respond(data, update=True):
                 continue
             sent.append((key, data))
-            if data.records:
+            if records_size(data.records):
                 session.partitions[key] = session.partitions.pop(key)
         return ErrorCode.NONE, session.id, sent
 

@@ -27,8 +27,10 @@ from millpond.broker.context import RequestContext
 from millpond.broker.control.error_responses import error_response
 from millpond.broker.control.faults import FaultAction, FaultRule
 from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
+from millpond.broker.frame_sender import FrameSender
 from millpond.wire import DecodeError, Message
-from millpond.wire.framing import FrameReader, size_prefix
+from millpond.wire.framing import FrameReader
+from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
@@ -46,6 +48,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reader = FrameReader(max_frame_size)
         self._queue: deque[memoryview] = deque()
         self._transport: asyncio.Transport | None = None
+        self._sender: FrameSender | None = None
         self._worker: asyncio.Task[None] | None = None
         self._paused = False
         self._closing = False
@@ -65,6 +68,7 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._sender = FrameSender(transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._broker.connections.add(self)
@@ -112,11 +116,16 @@ class KafkaConnection(asyncio.Protocol):
                 self.close()
                 return
             if response is not None and not self._closing and not self._silent:
-                assert self._transport is not None
-                self._transport.writelines((size_prefix(len(response)), response))
+                assert self._sender is not None
+                try:
+                    await self._sender.send(response)
+                except OSError as exc:
+                    log.warning("closing %s: cannot send a response: %s", self.peer, exc)
+                    self.close()
+                    return
             self.last_active = asyncio.get_running_loop().time()
 
-    async def _handle(self, frame: memoryview) -> bytes | None:
+    async def _handle(self, frame: memoryview) -> SplicingWriter | None:
         ctx = RequestContext(self.connection_id, self.peer)
         route, request = self._dispatcher.parse(frame, ctx)
         trace = self._broker.trace
@@ -180,7 +189,9 @@ class KafkaConnection(asyncio.Protocol):
             self._log_failure(route, ctx)
             raise CloseConnection from None
 
-    def _encode(self, route: Route, ctx: RequestContext, response: Message | None) -> bytes | None:
+    def _encode(
+        self, route: Route, ctx: RequestContext, response: Message | None
+    ) -> SplicingWriter | None:
         if response is None:
             return None
         try:

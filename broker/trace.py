@@ -26,6 +26,7 @@ from millpond.wire.api import APIS
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.message import Struct, uuid_to_str
 from millpond.wire.records import iter_batches
+from millpond.wire.splice import records_bytes
 
 ANSWERED = "answered"
 NO_RESPONSE = "no response"
@@ -111,7 +112,7 @@ def _value(kind: str, element: str | None, value: Any) -> Any:
 
 def records_summary(data: Any) -> dict[str, Any]:
     """A record set's size and each batch's header; never the records themselves."""
-    raw = bytes(data)
+    raw = records_bytes(data)
     batches: list[dict[str, Any]] = []
     try:
         for batch in iter_batches(raw, allow_truncated_tail=True):

@@ -28,6 +28,7 @@ from millpond.wire.exceptions import (
 from millpond.wire.headers import RequestHeader, ResponseHeader
 from millpond.wire.message import Message, Struct
 from millpond.wire.primitives import DECODE_FAILURES, ENCODE_FAILURES, Buffer
+from millpond.wire.splice import SplicingWriter
 
 __all__ = [
     "APIS",
@@ -48,6 +49,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_parts",
     "read_request",
 ]
 
@@ -140,8 +142,26 @@ def encode_response(header: ResponseHeader, body: Message, api_version: int) -> 
     return _encode(header, header_version, body, api_version, "response")
 
 
+def encode_response_parts(
+    header: ResponseHeader, body: Message, api_version: int
+) -> SplicingWriter:
+    """As :func:`encode_response`, leaving :class:`~millpond.wire.splice.Spliced` records
+    out: the result's ``parts()`` are the frame, for the sender to write and splice."""
+    api = _api_of(body, body.API_KEY)
+    w = SplicingWriter()
+    _write(w, header, api.response_header_version(api_version), body, api_version, "response")
+    return w
+
+
 def _encode(header: Message, header_version: int, body: Message, version: int, kind: str) -> bytes:
     w = bytearray()
+    _write(w, header, header_version, body, version, kind)
+    return bytes(w)
+
+
+def _write(
+    w: bytearray, header: Message, header_version: int, body: Message, version: int, kind: str
+) -> None:
     try:
         header.write(w, header_version)
         body.write(w, version)
@@ -149,7 +169,6 @@ def _encode(header: Message, header_version: int, body: Message, version: int, k
         raise
     except ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot encode {body.NAME} ({kind}) v{version}: {exc}") from exc
-    return bytes(w)
 
 
 def _api_of(body: Message, api_key: int | None) -> ApiInfo:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NamedTuple, Self
 
 from millpond.wire.exceptions import DecodeError, EncodeError
 from millpond.wire.primitives import DECODE_FAILURES, ENCODE_FAILURES, Buffer, TaggedFields
+from millpond.wire.splice import records_bytes, records_size
 
 
 class Field(NamedTuple):
@@ -97,7 +98,7 @@ class Struct:
         for f in self._FIELDS:
             value = getattr(self, f.name)
             if f.kind == "records" and value is not None:
-                parts.append(f"{f.name}=<{len(value)} bytes of records>")
+                parts.append(f"{f.name}=<{records_size(value)} bytes of records>")
             else:
                 parts.append(f"{f.name}={value!r}")
         if self.unknown_tagged_fields:
@@ -127,7 +128,7 @@ def _value_to_data(kind: str, element: str | None, value: Any) -> Any:
     if kind == "uuid":
         return uuid_to_str(value)
     if kind == "records":
-        return bytes(value)
+        return records_bytes(value)
     return value
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from millpond.wire.exceptions import DecodeError, EncodeError
+from millpond.wire.splice import Spliced, SplicingWriter
 from millpond.wire.varint import encode_uvarint, read_uvarint
 
 Buffer = bytes | bytearray | memoryview
@@ -252,6 +253,31 @@ def write_compact_nullable_bytes(w: bytearray, value: Buffer | None) -> None:
         else:
             w += encode_uvarint(n)
         w += value
+
+
+def write_records(w: bytearray, value: Buffer | None) -> None:
+    """As nullable bytes; a :class:`~millpond.wire.splice.Spliced` value is left for the
+    sender to splice in (a :class:`~millpond.wire.splice.SplicingWriter`) or read now."""
+    if type(value) is Spliced:
+        w += _I32.pack(value.source.size)
+        _splice(w, value)
+    else:
+        write_nullable_bytes(w, value)
+
+
+def write_compact_records(w: bytearray, value: Buffer | None) -> None:
+    if type(value) is Spliced:
+        w += encode_uvarint(value.source.size + 1)
+        _splice(w, value)
+    else:
+        write_compact_nullable_bytes(w, value)
+
+
+def _splice(w: bytearray, value: Spliced) -> None:
+    if type(w) is SplicingWriter:
+        w.splices.append((len(w), value.source))
+    else:
+        w += value.source.read()
 
 
 # -- arrays ----------------------------------------------------------------------------

@@ -12,8 +12,9 @@ Behaviour, as Apache Kafka 4.4:
   log end; KAFKA_STORAGE_ERROR (NOT_LEADER_OR_FOLLOWER up to v5) when the segment
   files cannot be read. Errors carry high watermark, last stable offset and log
   start -1.
-- Records are whole batches from the one holding fetch_offset, never decoded: the bytes
-  are read from the segment file as they lie. Consumers read below the high watermark;
+- Records are whole batches from the one holding fetch_offset, never decoded nor read
+  here: the response holds their file regions, spliced into the frame as it is sent
+  (:mod:`millpond.broker.frame_sender`). Consumers read below the high watermark;
   read_committed (isolation 1) below the last stable offset, equal to it until
   transactions exist. aborted_transactions is [] for read_committed, null otherwise.
 - Sizes: the response holds at most min(max_bytes, fetch.max.bytes = 55 MiB) of records
@@ -67,6 +68,7 @@ from millpond.wire.generated.api.fetch_response import (
     NodeEndpoint,
     PartitionData,
 )
+from millpond.wire.splice import Spliced
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
@@ -291,7 +293,7 @@ class _Fetch:
         results: list[tuple[PartitionKey, PartitionData]] = []
         for read in reads:
             if read.region is not None and read.region.size:
-                read.data.records = read.region.read()
+                read.data.records = Spliced(read.region)
             results.append((read.request.key, read.data))
         now = self.broker.clock.monotonic_ms()
         error, session_id, sent = self.context.respond(results, now)

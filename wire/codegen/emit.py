@@ -165,7 +165,7 @@ def _read_helper(kind: str, compact: bool, nullable: bool) -> str:
 
 def _write_helper(kind: str, compact: bool, nullable: bool) -> str:
     if kind == "records":
-        kind, nullable = "bytes", True
+        return "_p.write_compact_records" if compact else "_p.write_records"
     name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + kind
     return f"_p.write_{name}"
 

@@ -679,7 +679,7 @@ def _w_PartitionData_v4(o, w):
         _p.write_array_len(w, len(a))
         for e in a:
             _w_AbortedTransaction_v4(e, w)
-    _p.write_nullable_bytes(w, o.records)
+    _p.write_records(w, o.records)
 
 
 def _r_PartitionData_v5(buf, pos):
@@ -733,7 +733,7 @@ def _w_PartitionData_v5(o, w):
         _p.write_array_len(w, len(a))
         for e in a:
             _w_AbortedTransaction_v4(e, w)
-    _p.write_nullable_bytes(w, o.records)
+    _p.write_records(w, o.records)
 
 
 def _r_PartitionData_v11(buf, pos):
@@ -787,7 +787,7 @@ def _w_PartitionData_v11(o, w):
         for e in a:
             _w_AbortedTransaction_v4(e, w)
     w += _S_i.pack(o.preferred_read_replica)
-    _p.write_nullable_bytes(w, o.records)
+    _p.write_records(w, o.records)
 
 
 def _r_PartitionData_v12(buf, pos):
@@ -866,7 +866,7 @@ def _w_PartitionData_v12(o, w):
         for e in a:
             _w_AbortedTransaction_v12(e, w)
     w += _S_i.pack(o.preferred_read_replica)
-    _p.write_compact_nullable_bytes(w, o.records)
+    _p.write_compact_records(w, o.records)
     tags = []
     if type(o.diverging_epoch) is not EpochEndOffset or _K_EpochEndOffset(o.diverging_epoch) != _V_EpochEndOffset:
         t = bytearray()

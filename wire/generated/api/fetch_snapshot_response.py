@@ -376,7 +376,7 @@ def _w_PartitionSnapshot_v0(o, w):
     w += _S_ih.pack(o.index, o.error_code)
     _w_SnapshotId_v0(o.snapshot_id, w)
     w += _S_qq.pack(o.size, o.position)
-    _p.write_compact_nullable_bytes(w, o.unaligned_records)
+    _p.write_compact_records(w, o.unaligned_records)
     tags = []
     if type(o.current_leader) is not LeaderIdAndEpoch or _K_LeaderIdAndEpoch(o.current_leader) != _V_LeaderIdAndEpoch:
         t = bytearray()

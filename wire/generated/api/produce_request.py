@@ -219,7 +219,7 @@ def _r_PartitionProduceData_v3(buf, pos):
 
 def _w_PartitionProduceData_v3(o, w):
     w += _S_i.pack(o.index)
-    _p.write_nullable_bytes(w, o.records)
+    _p.write_records(w, o.records)
 
 
 def _r_PartitionProduceData_v9(buf, pos):
@@ -240,7 +240,7 @@ _T_PartitionProduceData_v9 = {}
 
 def _w_PartitionProduceData_v9(o, w):
     w += _S_i.pack(o.index)
-    _p.write_compact_nullable_bytes(w, o.records)
+    _p.write_compact_records(w, o.records)
     if o.unknown_tagged_fields:
         _p.write_no_tagged_fields(w, o.unknown_tagged_fields)
     else:

@@ -352,7 +352,7 @@ def _w_PartitionData_v1(o, w):
     w += _S_h.pack(o.acknowledge_error_code)
     _p.write_compact_nullable_string(w, o.acknowledge_error_message)
     _w_LeaderIdAndEpoch_v1(o.current_leader, w)
-    _p.write_compact_nullable_bytes(w, o.records)
+    _p.write_compact_records(w, o.records)
     a = o.acquired_records
     n = len(a)
     if n < 0x7F:

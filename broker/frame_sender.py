@@ -1,0 +1,88 @@
+"""Writing one response frame whose records are spliced in from segment files.
+
+A response encodes into a :class:`~millpond.wire.splice.SplicingWriter`: the frame is its
+parts, views of the encoded bytes between file regions. Small parts are joined and
+written; a region of at least :data:`SENDFILE_MIN_BYTES` goes from the page cache to the
+socket with ``os.sendfile`` (``loop.sendfile``), never through Python's memory. Smaller
+regions are read, since a sendfile costs a few syscalls and a wait for the transport's
+buffer to drain.
+
+Each region's descriptor is duplicated before the first wait, so a segment closed while
+the frame is still being sent (its topic deleted) cannot leave a stale descriptor number
+that the process has reused for another file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import ExitStack
+from typing import BinaryIO
+
+from millpond.storage.segment_read import FileRegion
+from millpond.wire.framing import size_prefix
+from millpond.wire.splice import SplicingWriter
+
+SENDFILE_MIN_BYTES = 64 * 1024
+
+
+class FrameSender:
+    """Sends frames on one transport; remembers when the transport cannot sendfile (TLS)."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._sendfile = True
+
+    async def send(self, frame: SplicingWriter) -> None:
+        """Write ``frame`` with its size prefix; returns once the last byte is handed to
+        the transport. OSError when a region can no longer be read."""
+        if not frame.splices:
+            self._transport.writelines((size_prefix(len(frame)), frame))
+            return
+        chunks: list[bytes | memoryview] = [size_prefix(frame.frame_size())]
+        regions: list[tuple[int, BinaryIO, FileRegion]] = []  # (chunk index, ...)
+        with ExitStack() as descriptors:
+            for part in frame.parts():
+                if isinstance(part, memoryview):
+                    chunks.append(part)
+                elif (fd := self._sendable(part)) is not None:
+                    assert isinstance(part, FileRegion)
+                    file = descriptors.enter_context(open(os.dup(fd), "rb", buffering=0))
+                    regions.append((len(chunks), file, part))
+                    chunks.append(b"")
+                else:
+                    chunks.append(part.read())
+            await self._write(chunks, regions)
+
+    async def _write(
+        self,
+        chunks: list[bytes | memoryview],
+        regions: list[tuple[int, BinaryIO, FileRegion]],
+    ) -> None:
+        transport = self._transport
+        loop = asyncio.get_running_loop()
+        start = 0
+        for at, file, region in regions:
+            transport.write(b"".join(chunks[start:at]))
+            start = at + 1
+            if transport.is_closing():
+                return
+            if self._sendfile:
+                try:
+                    await loop.sendfile(
+                        transport, file, region.position, region.size, fallback=False
+                    )
+                    continue
+                except (asyncio.SendfileNotAvailableError, RuntimeError):
+                    if transport.is_closing():
+                        return
+                    self._sendfile = False  # this transport never can: read from now on
+            transport.write(region.read())
+        transport.write(b"".join(chunks[start:]))
+
+    def _sendable(self, part: object) -> int | None:
+        """The descriptor to sendfile ``part`` from, if it is a large enough file region."""
+        if self._sendfile and isinstance(part, FileRegion) and part.size >= SENDFILE_MIN_BYTES:
+            fd = part.file.fileno()
+            return fd if fd is not None and fd >= 0 else None
+        return None

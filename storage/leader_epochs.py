@@ -115,13 +115,13 @@ class LeaderEpochCache:
 
     # -- changes ----------------------------------------------------------------------------
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that ``epoch`` began at ``start_offset``; True when the cache changed
-        (and the checkpoint was written)."""
+        (and, with ``flush``, the checkpoint was written)."""
         updated = _assigned(self._entries, EpochEntry(epoch, start_offset))
         if updated is None:
             return False
-        self._commit(updated, flush=True)
+        self._commit(updated, flush=flush)
         return True
 
     def assign_all(self, entries: Iterable[tuple[int, int]]) -> bool:

@@ -324,7 +324,10 @@ class Log:
             return
         latest = cache.latest_epoch
         if latest is None or epoch > latest:
-            cache.assign(epoch, start_offset)
+            # Written at the next flush, as Kafka does since 3.7 (KAFKA-15046): an fsync
+            # per partition's first append made produce to many partitions crawl. Entries
+            # past the recovery point are rebuilt from the batches if the broker crashes.
+            cache.assign(epoch, start_offset, flush=False)
 
     # -- roll --------------------------------------------------------------------------------
 
@@ -540,6 +543,8 @@ class Log:
             segment.flush()
         if any(s.base_offset >= self._recovery_point for s in self._segments[first:last]):
             self._fs.sync_dir(self.directory)
+        if self.leader_epochs is not None:
+            self.leader_epochs.flush()
         self._recovery_point = offset
         self._last_flush_ms = self._clock.monotonic_ms()
 

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from millpond.storage.checkpoints import read_leader_epoch_checkpoint
 from millpond.storage.clock import ManualClock
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import MemFileSystem, join
@@ -270,6 +271,32 @@ def test_truncate_to_and_fully() -> None:
 
 
 # -- flush, shutdown, recovery ------------------------------------------------------------
+
+
+def test_new_epochs_reach_the_checkpoint_at_flush_and_survive_a_crash_without_it() -> None:
+    """Appends note a new epoch without an fsync (Kafka 3.7+); a flush writes it, and a
+    crash before one loses nothing: recovery rebuilds the entries from the batches."""
+    fs = mem_fs()
+    path = join(DIR, "leader-epoch-checkpoint")
+
+    def reopen(rp: int) -> tuple[Log, LeaderEpochCache]:
+        cache = LeaderEpochCache(fs, path)
+        return Log(fs, DIR, LogConfig(), clock(), leader_epochs=cache, recovery_point=rp), cache
+
+    log, cache = reopen(0)
+    for epoch in (1, 1, 4):
+        log.append(batch(1), assign_offsets=True, leader_epoch=epoch)
+    assert cache.entries() == [(1, 0), (4, 2)]
+    assert not fs.exists(path) or read_leader_epoch_checkpoint(fs, path) == []
+    log.flush()
+    assert read_leader_epoch_checkpoint(fs, path) == [(1, 0), (4, 2)]
+    log.append(batch(1), assign_offsets=True, leader_epoch=6)
+    assert read_leader_epoch_checkpoint(fs, path) == [(1, 0), (4, 2)]
+    log.segments[-1].flush()  # the batch reached the disk, the checkpoint did not
+    fs.crash()
+    recovered, cache = reopen(log.recovery_point)
+    assert recovered.log_end_offset == 4
+    assert cache.entries() == [(1, 0), (4, 2), (6, 3)]
 
 
 def test_clean_shutdown_reopens_without_scanning() -> None:

@@ -76,6 +76,49 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def producers(spec: dict[str, Any]) -> dict[str, Any]:
+    """``producers`` librdkafka producers in this process (each its own connections), handed
+    messages in turn for ``seconds``; throughput counts delivered messages of all of them."""
+    config = {
+        "bootstrap.servers": spec["bootstrap"],
+        "acks": str(spec["acks"]),
+        "linger.ms": spec["linger_ms"],
+        "enable.idempotence": False,
+        "queue.buffering.max.kbytes": 65_536,
+    }
+    clients = [Producer(config) for _ in range(spec["producers"])]
+    delivered = [0, 0]
+
+    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+        delivered[1 if err else 0] += 1
+
+    value = b"x" * spec["size"]
+    topic, partitions = spec["topic"], spec["partitions"]
+    for client in clients:
+        client.list_topics(topic, timeout=30)
+    sent = 0
+    started = time.perf_counter()
+    stop = started + spec["seconds"]
+    while time.perf_counter() < stop:
+        client = clients[sent % len(clients)]
+        try:
+            client.produce(topic, value, partition=sent % partitions, on_delivery=on_delivery)
+            sent += 1
+        except BufferError:
+            client.poll(0.001)
+        if sent % 1000 == 0:
+            for client in clients:
+                client.poll(0)
+    left = sum(client.flush(60) for client in clients)
+    took = time.perf_counter() - started
+    return {
+        "messages": delivered[0],
+        "failed": delivered[1] + left,
+        "seconds": took,
+        "mb_s": delivered[0] * spec["size"] / took / 1e6,
+    }
+
+
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
     """Read ``count`` messages back from the beginning of every partition (assigned, no
     group); throughput from the first message to the last."""
@@ -163,13 +206,14 @@ def latency_consumer(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def latency_producer(spec: dict[str, Any]) -> dict[str, Any]:
-    """``count`` messages at ``rate`` per second (acks=all, no linger: each message goes as
-    soon as it is due), each stamped with its index and the time it was handed to the client."""
+    """``count`` messages at ``rate`` per second (acks=all, linger.ms=5: the default of
+    librdkafka and of Java clients since 4.0), each stamped with its index and the time it was
+    handed to the client."""
     producer = Producer(
         {
             "bootstrap.servers": spec["bootstrap"],
             "acks": "all",
-            "linger.ms": 0,
+            "linger.ms": 5,
             "enable.idempotence": False,
         }
     )
@@ -241,6 +285,7 @@ def group(spec: dict[str, Any]) -> dict[str, Any]:
 
 MODES = {
     "produce": produce,
+    "producers": producers,
     "consume": consume,
     "latency-consumer": latency_consumer,
     "latency-producer": latency_producer,

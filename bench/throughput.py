@@ -30,9 +30,12 @@ import json
 import os
 import platform
 import re
+import select
 import shlex
 import shutil
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -64,7 +67,14 @@ from compat_tests.kafka.reference import (  # noqa: E402
     free_port,
     kafka_classpath,
 )
+from millpond.cli.client import recv_exactly  # noqa: E402
+from millpond.wire import RequestHeader, encode_request  # noqa: E402
+from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest  # noqa: E402
 from millpond.wire.generated.api.delete_topics_request import DeleteTopicsRequest  # noqa: E402
+from millpond.wire.generated.api.metadata_request import (  # noqa: E402
+    MetadataRequest,
+    MetadataRequestTopic,
+)
 
 BROKERS = ("millpond", "kafka", "tansu")
 PEERS = ("kafka", "tansu")
@@ -96,6 +106,27 @@ PRODUCE = [  # (value bytes, partitions, acks)
 def produce_key(size: int, partitions: int, acks: str) -> str:
     return f"produce-{size}-{partitions}-{acks}"
 
+
+class Sizes(NamedTuple):
+    """How big (e) and (f) are; quick runs use smaller ones."""
+
+    scale_partitions: tuple[int, int]  # (f): the small and the large topic
+    idle_connections: int  # (e)
+    active_producers: int  # (e)
+
+
+FULL_SIZES = Sizes((10, 10_000), 1000, 100)
+QUICK_SIZES = Sizes((10, 100), 100, 8)
+SCALE_CREATE_TIMEOUT_S = 300.0
+PRODUCERS_PER_PROCESS = 25  # (e): librdkafka producers per load-generator process
+SCALE_DEGRADATION = "how many times worse with {many} partitions than with {few}"
+SCALE_FIGURES = [  # (key, label, unit, higher is better)
+    ("create", "create a topic (until Metadata shows every leader), per partition", "ms", False),
+    ("metadata-one", "Metadata answer for one 1-partition topic", "ms", False),
+    ("metadata-all", "Metadata answer for every topic, per partition", "µs", False),
+    ("produce", "produce 1024 B values spread over every partition", "MB/s", True),
+    ("rss", "RSS after producing", "MB", False),
+]
 
 ROWS = [
     *(
@@ -132,6 +163,24 @@ ROWS = [
     Row("rss-idle", "RSS idle after start", "MB", False),
     Row("rss-end", "RSS after the workloads", "MB", False),
     Row("group", "group of 8 consumers on 64 partitions: time to stable", "s", False),
+    Row("conn-open", "open {idle} idle connections (connect + ApiVersions each)", "s", False),
+    Row("conn-rss", "RSS per idle connection", "KB", False),
+    Row(
+        "conn-produce",
+        "produce 1024 B values, {producers} producers, with {idle} idle connections open",
+        "MB/s",
+        True,
+        "throughput",
+    ),
+    *(
+        Row(f"scale-{figure}-{size}", f"{label}, {{{size}}} partitions", unit, higher)
+        for size in ("few", "many")
+        for figure, label, unit, higher in SCALE_FIGURES
+    ),
+    *(
+        Row(f"scale-{figure}-ratio", f"{label}: {SCALE_DEGRADATION}", "x", False)
+        for figure, label, _, _ in SCALE_FIGURES
+    ),
 ]
 
 
@@ -166,6 +215,7 @@ class Settings:
     classpath: str  # Kafka's jars: the broker, and ProducerPerformance/ConsumerPerformance
     tool_timeout_ms: int  # how long Kafka's perf tools wait on a broker that does not answer
     group_s: float  # how long the group may take to become stable
+    sizes: Sizes
 
 
 # -- brokers ---------------------------------------------------------------------------------
@@ -489,17 +539,185 @@ def run_group(broker: Running, run: int, settings: Settings, results: Results) -
         results.na("group", broker.name, why)
 
 
+def api_versions_frame() -> bytes:
+    header = RequestHeader(
+        request_api_key=18, request_api_version=3, correlation_id=1, client_id="bench-idle"
+    )
+    body = ApiVersionsRequest(client_software_name="bench-idle", client_software_version="1")
+    frame = encode_request(header, body)
+    return struct.pack(">i", len(frame)) + frame
+
+
+def open_idle(bootstrap: str, count: int) -> list[socket.socket]:
+    """``count`` connections that each did what a client does first (ApiVersions), then
+    nothing."""
+    frame = api_versions_frame()
+    host, _, port = bootstrap.rpartition(":")
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            idle.append(sock)
+            sock.sendall(frame)
+            (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+            recv_exactly(sock, size)
+    except BaseException:
+        close_all(idle)
+        raise
+    return idle
+
+
+def close_all(sockets: list[socket.socket]) -> None:
+    for sock in sockets:
+        sock.close()
+
+
+def still_open(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the broker has not closed (a closed one reads EOF at once)."""
+    readable, _, _ = select.select(sockets, [], [], 0) if sockets else ([], [], [])
+    closed = 0
+    for sock in readable:
+        sock.setblocking(False)
+        try:
+            closed += sock.recv(1) == b""
+        except OSError:
+            closed += 1
+    return len(sockets) - closed
+
+
+def run_connections(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    """(e): open the idle connections, then run the active producers (in processes of
+    :data:`PRODUCERS_PER_PROCESS`) while the idle ones stay open."""
+    topic = f"connections-r{run}"
+    create_topic(broker.bootstrap, topic, 8)
+    before = rss_mb(broker.proc.pid)
+    began = time.perf_counter()
+    idle = open_idle(broker.bootstrap, settings.sizes.idle_connections)
+    try:
+        results.add("conn-open", broker.name, time.perf_counter() - began)
+        grown_kb = (rss_mb(broker.proc.pid) - before) * 1000
+        results.add("conn-rss", broker.name, max(0.0, grown_kb / len(idle)))
+        per_process = PRODUCERS_PER_PROCESS
+        groups = [
+            min(per_process, settings.sizes.active_producers - i)
+            for i in range(0, settings.sizes.active_producers, per_process)
+        ]
+        specs = [
+            {
+                "mode": "producers", "bootstrap": broker.bootstrap, "topic": topic,
+                "partitions": 8, "size": KIB, "acks": "1", "linger_ms": 5,
+                "producers": n, "seconds": settings.produce_s,
+            }
+            for n in groups
+        ]  # fmt: skip
+        answers = loadgen_all(specs, settings.produce_s + 120)
+        messages = sum(a["messages"] for a in answers)
+        took = max(a["seconds"] for a in answers)
+        results.add("conn-produce", broker.name, messages * KIB / took / 1e6)
+        results.notes.append(
+            f"{broker.name} connections run {run}: {len(idle):,} idle connections opened, "
+            f"{still_open(idle):,} still open after {sum(groups)} producers in {len(groups)} "
+            f"processes delivered {messages:,} messages "
+            f"({sum(a['failed'] for a in answers):,} failed)"
+        )
+    finally:
+        close_all(idle)
+    delete_topic(broker.bootstrap, topic)
+
+
+def run_scale(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    """(f): the same figures for a topic of few and one of many partitions, and how many
+    times worse each is with many (the goal: at most 2x)."""
+    figures: dict[int, dict[str, float]] = {}
+    probe = f"scale-probe-r{run}"
+    create_topic(broker.bootstrap, probe, 1)
+    for partitions in settings.sizes.scale_partitions:
+        topic = f"scale-{partitions}-r{run}"
+        began = time.perf_counter()
+        create_topic(broker.bootstrap, topic, partitions, timeout=SCALE_CREATE_TIMEOUT_S)
+        created = time.perf_counter() - began
+        spec = {
+            "mode": "produce", "bootstrap": broker.bootstrap, "topic": topic,
+            "partitions": partitions, "size": KIB, "acks": "1", "linger_ms": 5,
+            "seconds": settings.produce_s, "count": 50_000_000,
+        }  # fmt: skip
+        produced = loadgen(spec, settings.produce_s + 300)
+        figures[partitions] = {
+            "create": created * 1000 / partitions,
+            "metadata-one": metadata_time_ms(broker.bootstrap, [probe]),
+            "metadata-all": metadata_time_ms(broker.bootstrap, None) * 1000 / partitions,
+            "produce": produced["mb_s"],
+            "rss": rss_mb(broker.proc.pid),
+        }
+        size = "few" if partitions == settings.sizes.scale_partitions[0] else "many"
+        for figure, value in figures[partitions].items():
+            results.add(f"scale-{figure}-{size}", broker.name, value)
+        delete_topic(broker.bootstrap, topic)
+    delete_topic(broker.bootstrap, probe)
+    few, many = (figures[n] for n in settings.sizes.scale_partitions)
+    for figure, _, _, higher in SCALE_FIGURES:
+        worse = few[figure] / many[figure] if higher else many[figure] / few[figure]
+        results.add(f"scale-{figure}-ratio", broker.name, worse)
+
+
+def metadata_time_ms(bootstrap: str, topics: list[str] | None, rounds: int = 20) -> float:
+    """Median time of a Metadata v12 request for ``topics`` (None: every topic), over one
+    connection."""
+    wanted = None if topics is None else [MetadataRequestTopic(name=t) for t in topics]
+    request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+    conn = Connection(bootstrap)
+    try:
+        took = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            conn.request(request, 12)
+            took.append((time.perf_counter() - began) * 1000)
+        return statistics.median(took)
+    finally:
+        conn.close()
+
+
+def loadgen_all(specs: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
+    """Run several loadgen processes at once; their JSON answers."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(LOADGEN), json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for spec in specs
+    ]
+    answers = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            if proc.returncode != 0:
+                raise RuntimeError(f"loadgen producers failed ({proc.returncode}): {err}")
+            answers.append(json.loads(out.splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return answers
+
+
 WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] = [
     ("produce", run_produce),
     ("consume", run_consume),
     ("latency", run_latency),
     ("group", run_group),
+    ("connections", run_connections),
+    ("scale", run_scale),
 ]
 KEYS_OF = {
     "produce": [r.key for r in ROWS if r.key.startswith("produce")] + ["perf-produce"],
     "consume": ["consume-cold", "consume-warm", "perf-consume"],
     "latency": ["latency-p50", "latency-p99", "latency-p999"],
     "group": ["group"],
+    "connections": ["conn-open", "conn-rss", "conn-produce"],
+    "scale": [r.key for r in ROWS if r.key.startswith("scale-")],
 }
 
 
@@ -518,10 +736,14 @@ def warm_up(broker: Running, settings: Settings) -> None:
     delete_topic(broker.bootstrap, "warm-up")
 
 
-def run_broker(name: str, run: int, work: Path, settings: Settings, results: Results) -> None:
+def run_broker(
+    name: str, run: int, work: Path, settings: Settings, results: Results, workloads: list[str]
+) -> None:
     with started(name, work, settings, results) as broker:
         warm_up(broker, settings)
         for workload, measure in WORKLOADS:
+            if workload not in workloads:
+                continue
             began = time.monotonic()
             try:
                 measure(broker, run, settings, results)
@@ -584,20 +806,37 @@ def machine() -> str:
     )
 
 
+def row_label(row: Row, sizes: Sizes) -> str:
+    """The label with the run's sizes."""
+    few, many = sizes.scale_partitions
+    return row.label.format(
+        few=f"{few:,}",
+        many=f"{many:,}",
+        idle=f"{sizes.idle_connections:,}",
+        producers=f"{sizes.active_producers:,}",
+    )
+
+
 def report(
-    results: Results, brokers: list[str], args: argparse.Namespace, took: float, load: str
+    results: Results,
+    brokers: list[str],
+    args: argparse.Namespace,
+    settings: Settings,
+    took: float,
+    load: str,
 ) -> str:
     peers = [p for p in PEERS if p in brokers and "millpond" in brokers]
     head = "| figure | unit | " + " | ".join(brokers)
     head += "".join(f" | millpond / {p}" for p in peers) + " |"
     lines = [head, "|---|---|" + "---:|" * (len(brokers) + len(peers))]
     for row in ROWS:
+        if row.key not in results.samples and row.key not in results.missing:
+            continue  # its workload was not run
         better = "higher" if row.higher else "lower"
+        label = row_label(row, settings.sizes)
         cells = [_cell(results, row.key, b) for b in brokers]
         cells += [_ratio(results, row.key, p) for p in peers]
-        lines.append(
-            f"| {row.label} ({better} is better) | {row.unit} | " + " | ".join(cells) + " |"
-        )
+        lines.append(f"| {label} ({better} is better) | {row.unit} | " + " | ".join(cells) + " |")
     command = shlex.join(["python", "bench/throughput.py", *sys.argv[1:]])
     text = [
         "# Throughput, latency, start-up and groups: millpond, Apache Kafka and Tansu",
@@ -617,10 +856,17 @@ def report(
         f"{args.consume_mib} MiB of 1 KiB values over 8 partitions, assigned from the start "
         "(cold: the topic's files fdatasync'ed and evicted with POSIX_FADV_DONTNEED first; "
         f"warm: read again); latency: 1 KiB values at {args.latency_rate:,}/s for "
-        f"{args.latency_s:g} s to one partition, acks=all, linger.ms=0, the first "
-        f"{min(2.0, args.latency_s / 4):g} s dropped, send time stamped in the value; "
-        "group: 8 librdkafka consumers (range) subscribe at once, timed until all hold a "
-        "share covering the 64 partitions.",
+        f"{args.latency_s:g} s to one partition, acks=all, linger.ms=5 (the clients' "
+        f"default), the first {min(2.0, args.latency_s / 4):g} s dropped, send time stamped "
+        "in the value; group: 8 librdkafka consumers (range) subscribe at once, timed until "
+        f"all hold a share covering the 64 partitions; connections: "
+        f"{settings.sizes.idle_connections:,} connections each send ApiVersions and then stay "
+        f"idle while {settings.sizes.active_producers} librdkafka producers "
+        f"({PRODUCERS_PER_PROCESS} per process) produce to 8 partitions; scale: a topic of "
+        f"{settings.sizes.scale_partitions[0]:,} and one of {settings.sizes.scale_partitions[1]:,} "
+        "partitions, each created, asked for (median of 20 Metadata v12 requests, for a "
+        "1-partition topic and for all topics), produced to round-robin over all its "
+        "partitions, then deleted.",
         "",
     ]
     if args.note:
@@ -671,6 +917,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-s", type=float, help="seconds of the latency run")
     parser.add_argument("--warmup-s", type=float, default=5.0, help="unmeasured produce first")
     parser.add_argument("--only", choices=BROKERS, action="append", help="repeatable")
+    parser.add_argument(
+        "--workload", choices=[w for w, _ in WORKLOADS], action="append", help="repeatable"
+    )
     parser.add_argument("--out", help="directory of RESULTS.md and throughput.png")
     parser.add_argument("--note", default="", help="a sentence the report shows first")
     args = parser.parse_args(argv)
@@ -691,6 +940,7 @@ def main(argv: list[str] | None = None) -> None:
         classpath=kafka_classpath(),  # Kafka's perf tools load every broker
         tool_timeout_ms=2000 if quick else 15_000,
         group_s=5.0 if quick else 60.0,
+        sizes=QUICK_SIZES if quick else FULL_SIZES,
     )
     if args.out:
         out = Path(args.out)
@@ -700,16 +950,18 @@ def main(argv: list[str] | None = None) -> None:
         out = ROOT / "bench"
     out.mkdir(parents=True, exist_ok=True)
     brokers = [b for b in BROKERS if not args.only or b in args.only]
+    workloads = [w for w, _ in WORKLOADS if not args.workload or w in args.workload]
     results = Results()
     load_start = os.getloadavg()[0]
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="millpond-bench-throughput-") as tmp:
         for run in range(args.runs):
             for name in brokers:
-                run_broker(name, run, Path(tmp) / f"{name}-{run}", settings, results)
+                work = Path(tmp) / f"{name}-{run}"
+                run_broker(name, run, work, settings, results, workloads)
     took = time.monotonic() - began
     load = f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"
-    (out / "RESULTS.md").write_text(report(results, brokers, args, took, load))
+    (out / "RESULTS.md").write_text(report(results, brokers, args, settings, took, load))
     plot(results, brokers, out / "throughput.png")
     print(f"wrote {out / 'RESULTS.md'} and {out / 'throughput.png'}", file=sys.stderr)
 

@@ -28,6 +28,7 @@ Goals (issue 4): start in under 0.5 s and idle under 60 MB. Not a test: run it b
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import platform
 import shutil
@@ -68,6 +69,17 @@ METADATA_VERSION = 12
 TOPICS, PARTITIONS = 100, 10
 READY_TIMEOUT = 120.0
 RETRIABLE = {3, 5, 6, 7}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER, TIMEOUT
+
+
+def compile_millpond() -> None:
+    """Write millpond's bytecode caches, as installing a wheel does: without them every start
+    compiles ~300 modules (0.46 s instead of 0.20 s of imports here), for instance under
+    PYTHONDONTWRITEBYTECODE, and the bench would time the compiler, not the broker."""
+    package = ROOT / "millpond"
+    for entry in sorted(package.iterdir()):
+        if entry.is_dir() and entry.name != "__pycache__":
+            compileall.compile_dir(entry.resolve(), quiet=1)
+    compileall.compile_dir(package, maxlevels=0, quiet=1)
 
 
 def metadata_frame() -> bytes:
@@ -351,6 +363,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="idle seconds before RSS")
     parser.add_argument("--dir", help="where the data directories go (default: a temp dir)")
     args = parser.parse_args()
+    compile_millpond()
     frame = metadata_frame()
     poll_s = args.poll_ms / 1000
     names = [args.only] if args.only else ["millpond", "kafka"]

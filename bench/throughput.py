@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.startup import (  # noqa: E402 (after the path is set)
     Launcher,
+    compile_millpond,
     kafka_launcher,
     launch,
     metadata_frame,
@@ -923,6 +924,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="directory of RESULTS.md and throughput.png")
     parser.add_argument("--note", default="", help="a sentence the report shows first")
     args = parser.parse_args(argv)
+    compile_millpond()
     quick = args.quick
     args.runs = args.runs or (1 if quick else 3)
     args.produce_s = args.produce_s or (0.5 if quick else 8.0)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.config_defs_server import TRACE_FILE_KEY
+from millpond.broker.control import CONTROL_PORT_KEY
 from millpond.broker.control.clock import ControlledClock
-from millpond.broker.control.http import CONTROL_PORT_KEY, ControlServer
 from millpond.broker.control.service import BrokerControl
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
@@ -42,6 +42,7 @@ from millpond.storage.fs import FileSystem, OsFileSystem, join
 from millpond.storage.log_manager import LogManager
 
 if TYPE_CHECKING:
+    from millpond.broker.control.http import ControlServer
     from millpond.broker.server import KafkaConnection
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
@@ -240,6 +241,9 @@ class Broker:
         self.maintenance.start()
         control_port = self.config.get(CONTROL_PORT_KEY)
         if isinstance(control_port, int) and control_port >= 0:
+            # Off by default: only brokers that serve it load http.server (about 3 MB).
+            from millpond.broker.control.http import ControlServer  # noqa: PLC0415
+
             self.control_server = ControlServer(self.control, control_port)
             await self.control_server.start()
 

@@ -26,8 +26,6 @@ import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from crc32c import crc32c
-
 from millpond.storage import log_read
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
@@ -56,6 +54,7 @@ from millpond.storage.retention import (
 )
 from millpond.storage.segment import LogSegment
 from millpond.storage.segment_read import FetchData, TimestampAndOffset
+from millpond.wire.crc32c import crc32c
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatch, iter_batches
 from millpond.wire.records.batch import ATTRIBUTES_OFFSET, HEADER, MAGIC

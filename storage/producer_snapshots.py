@@ -28,10 +28,9 @@ import struct
 from collections.abc import Iterable
 from typing import Final
 
-from crc32c import crc32c
-
 from millpond.storage.fs import FileSystem, join, write_atomic
 from millpond.storage.names import SNAPSHOT_SUFFIX, parse_segment_file_name, segment_file_name
+from millpond.wire.crc32c import crc32c
 from millpond.wire.exceptions import DecodeError, EncodeError
 from millpond.wire.generated.storage.producer_snapshot import ProducerEntry, ProducerSnapshot
 

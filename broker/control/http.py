@@ -28,7 +28,6 @@ from millpond.broker.control.service import BrokerControl, ControlError
 
 log = logging.getLogger("millpond.control")
 
-CONTROL_PORT_KEY = "millpond.control.port"
 HOST = "127.0.0.1"
 MAX_BODY = 64 * 1024
 _RULE_FIELDS = ("api", "action", "count", "error", "delay_ms", "topic", "partition", "client_id")

@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from struct import Struct
 
-from crc32c import crc32c
-
+from millpond.wire.crc32c import crc32c
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.records.compression import COMPRESSION_MASK, Compression, decompress
 from millpond.wire.records.record import Record, iter_records

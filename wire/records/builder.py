@@ -12,8 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from crc32c import crc32c
-
+from millpond.wire.crc32c import crc32c
 from millpond.wire.exceptions import EncodeError
 from millpond.wire.records.batch import (
     ATTRIBUTES_OFFSET,

@@ -28,9 +28,9 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
+from functools import cache
 from struct import Struct
-
-import cramjam
+from types import ModuleType
 
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.varint import read_uvarint
@@ -60,8 +60,20 @@ _XERIAL_COMPATIBLE_VERSION = 1
 XERIAL_BLOCK_SIZE = 32 * 1024
 _INT32 = Struct(">i")
 
-# What cramjam raises on bad input (its own error, or a Python one for odd arguments).
-_CODEC_ERRORS = (cramjam.DecompressionError, ValueError, TypeError, OSError)
+
+@cache
+def _cramjam() -> ModuleType:
+    """The codecs (several MB of Rust), loaded with the first batch that needs one."""
+    import cramjam  # noqa: PLC0415 (deferred: most brokers' start never needs it)
+
+    return cramjam
+
+
+@cache
+def _codec_errors() -> tuple[type[Exception], ...]:
+    """What cramjam raises on bad input (its own error, or a Python one for odd arguments)."""
+    return (_cramjam().DecompressionError, ValueError, TypeError, OSError)
+
 
 # Default levels are Kafka's (KIP-390): gzip 6 (Deflater's default), lz4 9 is the
 # HC level Java uses only when asked, so keep the fast level; zstd 3.
@@ -87,10 +99,10 @@ def compress(codec: Compression | int, data: Buffer, *, level: int | None = None
     if codec is Compression.LZ4:
         # Independent blocks: Kafka's Java reader refuses linked ones ("Dependent block
         # stream is unsupported"), which cramjam's one-shot compress would write.
-        compressor = cramjam.lz4.Compressor(level, block_linked=False)
+        compressor = _cramjam().lz4.Compressor(level, block_linked=False)
         compressor.compress(bytes(data))
         return bytes(compressor.finish())
-    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
+    return bytes(_cramjam().zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
 
 
 def decompress(codec: Compression | int, data: Buffer, *, max_size: int) -> bytes:
@@ -112,8 +124,8 @@ def decompress(codec: Compression | int, data: Buffer, *, max_size: int) -> byte
     if codec is Compression.SNAPPY:
         return snappy_decompress(data, max_size=max_size)
     if codec is Compression.LZ4:
-        return _decompress_growing(codec, cramjam.lz4.decompress_into, data, max_size)
-    return _decompress_growing(codec, cramjam.zstd.decompress_into, data, max_size)
+        return _decompress_growing(codec, _cramjam().lz4.decompress_into, data, max_size)
+    return _decompress_growing(codec, _cramjam().zstd.decompress_into, data, max_size)
 
 
 def _codec(codec: Compression | int) -> Compression:
@@ -161,7 +173,7 @@ def xerial_snappy_compress(data: Buffer, block_size: int = XERIAL_BLOCK_SIZE) ->
     view = memoryview(data)
     parts = [_XERIAL_HEADER.pack(XERIAL_MAGIC, _XERIAL_VERSION, _XERIAL_COMPATIBLE_VERSION)]
     for start in range(0, len(view), block_size):
-        block = bytes(cramjam.snappy.compress_raw(view[start : start + block_size]))
+        block = bytes(_cramjam().snappy.compress_raw(view[start : start + block_size]))
         parts.append(_INT32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -188,8 +200,8 @@ def snappy_decompress(data: Buffer, *, max_size: int) -> bytes:
     pos = 0
     for block, n in zip(blocks, lengths, strict=True):
         try:
-            written = cramjam.snappy.decompress_raw_into(block, target[pos : pos + n])
-        except _CODEC_ERRORS as exc:
+            written = _cramjam().snappy.decompress_raw_into(block, target[pos : pos + n])
+        except _codec_errors() as exc:
             raise DecodeError(f"corrupt snappy data: {exc}") from None
         if written != n:
             raise DecodeError("snappy block shorter than its announced length")
@@ -235,7 +247,7 @@ def _decompress_growing(
         out = bytearray(size)
         try:
             n = decompress_into(data, out)
-        except _CODEC_ERRORS as exc:
+        except _codec_errors() as exc:
             overflow = "whole buffer" in str(exc)
             if overflow and size < max_size:
                 size = min(max_size, size * _GUESS_RATIO)

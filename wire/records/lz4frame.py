@@ -15,8 +15,6 @@ byte for builders. The hash comes from the ``xxhash`` library.
 
 from __future__ import annotations
 
-import xxhash
-
 from millpond.wire.exceptions import DecodeError
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
@@ -25,6 +23,8 @@ Buffer = bytes | bytearray | memoryview
 
 
 def _xxh32(data: Buffer) -> int:
+    import xxhash  # noqa: PLC0415 (deferred: only magic 0 LZ4 message sets need it)
+
     value: int = xxhash.xxh32_intdigest(bytes(data))
     return value
 

@@ -117,6 +117,18 @@ class ProducerStateManager:
     as in Kafka (a producer writing old timestamps expires sooner).
     """
 
+    __slots__ = (
+        "_clock",
+        "_last_snap_offset",
+        "_map_end_offset",
+        "_ongoing_txns",
+        "_producers",
+        "_snapshots",
+        "_version",
+        "partition",
+        "producer_id_expiration_ms",
+    )
+
     def __init__(
         self,
         partition: str,

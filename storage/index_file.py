@@ -100,6 +100,14 @@ class IndexPath:
     (a torn tail included), renaming and deleting. Subclasses keep the entries and
     implement :meth:`_forget_entries`."""
 
+    __slots__ = (
+        "_file",
+        "_fs",
+        "_length",
+        "_loaded",
+        "_path",
+    )
+
     def __init__(self, fs: FileSystem, path: str) -> None:
         self._fs = fs
         self._path = path
@@ -175,6 +183,15 @@ class IndexFile(IndexPath):
     entries' offsets relative to the base offset) and count the entry in ``_count``.
     Entries from ``_written`` on are pending (see the module docstring).
     """
+
+    __slots__ = (
+        "_base_offset",
+        "_count",
+        "_keep_open",
+        "_max_entries",
+        "_max_index_size",
+        "_written",
+    )
 
     entry_size: ClassVar[int]
     kind: ClassVar[str] = "index"

@@ -52,6 +52,13 @@ class LeaderEpochCache:
     """The epochs of one partition, backed by its ``leader-epoch-checkpoint`` at ``path``
     (a missing file is an empty cache; it is created at the first change)."""
 
+    __slots__ = (
+        "_dirty",
+        "_entries",
+        "_fs",
+        "_path",
+    )
+
     def __init__(self, fs: FileSystem, path: str) -> None:
         self._fs = fs
         self._path = path

@@ -67,6 +67,25 @@ _STAMP = struct.Struct(">qii")
 class Log:
     """One partition's log (see the module docstring)."""
 
+    __slots__ = (
+        "_bases",
+        "_clock",
+        "_fs",
+        "_high_watermark",
+        "_last_flush_ms",
+        "_log_end_offset",
+        "_log_start_offset",
+        "_offline",
+        "_pending_deletes",
+        "_recovery_point",
+        "_rng",
+        "_segments",
+        "config",
+        "directory",
+        "leader_epochs",
+        "recovered_bytes_cut",
+    )
+
     def __init__(
         self,
         fs: FileSystem,

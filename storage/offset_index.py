@@ -42,6 +42,11 @@ class OffsetPosition(NamedTuple):
 class OffsetIndex(IndexFile):
     """Offset -> .log position, for one segment (see the module docstring)."""
 
+    __slots__ = (
+        "_positions",
+        "_relative",
+    )
+
     entry_size = 8
     kind = "offset index"
     _positions: array[int]  # with _relative (strictly increasing): one pair per entry

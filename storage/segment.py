@@ -65,6 +65,27 @@ class SegmentOffsetOverflowError(ValueError):
 class LogSegment:
     """A segment: its ``.log`` (open for appends and reads) and lazily loaded indexes."""
 
+    __slots__ = (
+        "_bytes_since_index_entry",
+        "_clock",
+        "_created_ms",
+        "_dir",
+        "_fs",
+        "_index_interval",
+        "_indexes_checked",
+        "_last_modified_ms",
+        "_log",
+        "_max_ts",
+        "_offset_index",
+        "_rolling_timestamp",
+        "_time_index",
+        "_txn_index",
+        "base_offset",
+        "deleted",
+        "failed",
+        "roll_jitter_ms",
+    )
+
     def __init__(
         self,
         fs: FileSystem,

@@ -46,6 +46,11 @@ class TimestampOffset(NamedTuple):
 class TimeIndex(IndexFile):
     """Timestamp -> offset, for one segment (see the module docstring)."""
 
+    __slots__ = (
+        "_relative",
+        "_timestamps",
+    )
+
     entry_size = 12
     kind = "time index"
     _timestamps: array[int]  # strictly increasing; _relative (the offsets) non-decreasing

@@ -61,6 +61,11 @@ class TransactionIndex(IndexPath):
     """Aborted transactions of one segment (see the module docstring). Unlike the offset
     and time indexes, an append writes the file at once (aborts are rare)."""
 
+    __slots__ = (
+        "_start_offset",
+        "_txns",
+    )
+
     def __init__(self, fs: FileSystem, path: str, start_offset: int) -> None:
         super().__init__(fs, path)
         self._start_offset = start_offset

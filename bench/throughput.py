@@ -282,6 +282,8 @@ def started(name: str, work: Path, settings: Settings, results: Results) -> Iter
         results.add("rss-end", name, rss_mb(proc.pid))
     finally:
         stop(proc)
+        # A run writes tens of GB (every produce figure's data): gone before the next broker.
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # -- the workloads ---------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from bench.startup import (  # noqa: E402 (after the path is set)
     rss_mb,
     stop,
 )
-from compat_tests.harness import Connection, create_topic  # noqa: E402
+from compat_tests.harness import Connection, add_partitions, create_topic  # noqa: E402
 from compat_tests.kafka.reference import (  # noqa: E402
     KAFKA_VERSION,
     TOOLS_LOG4J,
@@ -119,6 +119,9 @@ class Sizes(NamedTuple):
 FULL_SIZES = Sizes((10, 10_000), 1000, 100)
 QUICK_SIZES = Sizes((10, 100), 100, 8)
 SCALE_CREATE_TIMEOUT_S = 300.0
+# Kafka's controller refuses an operation of more than 10,000 records (POLICY_VIOLATION,
+# "excessively large batch operation"): the large topic is created, then grown, in steps.
+PARTITIONS_PER_OPERATION = 5000
 PRODUCERS_PER_PROCESS = 25  # (e): librdkafka producers per load-generator process
 SCALE_DEGRADATION = "how many times worse with {many} partitions than with {few}"
 SCALE_FIGURES = [  # (key, label, unit, higher is better)
@@ -637,7 +640,11 @@ def run_scale(broker: Running, run: int, settings: Settings, results: Results) -
     for partitions in settings.sizes.scale_partitions:
         topic = f"scale-{partitions}-r{run}"
         began = time.perf_counter()
-        create_topic(broker.bootstrap, topic, partitions, timeout=SCALE_CREATE_TIMEOUT_S)
+        created_so_far = min(partitions, PARTITIONS_PER_OPERATION)
+        create_topic(broker.bootstrap, topic, created_so_far, timeout=SCALE_CREATE_TIMEOUT_S)
+        while created_so_far < partitions:
+            created_so_far = min(partitions, created_so_far + PARTITIONS_PER_OPERATION)
+            add_partitions(broker.bootstrap, topic, created_so_far, SCALE_CREATE_TIMEOUT_S)
         created = time.perf_counter() - began
         spec = {
             "mode": "produce", "bootstrap": broker.bootstrap, "topic": topic,

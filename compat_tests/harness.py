@@ -32,6 +32,10 @@ import pytest
 from compat_tests.kafka.reference import free_port
 from millpond.cli.client import recv_exactly
 from millpond.wire import RequestHeader, decode_response, encode_request
+from millpond.wire.generated.api.create_partitions_request import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from millpond.wire.generated.api.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -182,29 +186,51 @@ def create_topic(
         assert result.error_code == 0, (
             f"CreateTopics {name!r}: error {result.error_code} {result.error_message!r}"
         )
-        deadline = time.monotonic() + timeout
-        while True:
-            metadata = conn.request(
-                MetadataRequest(
-                    topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False
-                ),
-                12,
-            )
-            ready = [
-                t
-                for t in metadata.topics
-                if t.name == name
-                and t.error_code == 0
-                and len(t.partitions) == partitions
-                and all(p.error_code == 0 and p.leader_id >= 0 for p in t.partitions)
-            ]
-            if ready:
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {name!r} not ready after {timeout}s: {metadata}")
-            time.sleep(0.05)
+        wait_for_leaders(conn, name, partitions, timeout)
     finally:
         conn.close()
+
+
+def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 30.0) -> None:
+    """Grow topic ``name`` to ``total`` partitions (CreatePartitions v3), then wait until
+    Metadata shows every partition with a leader."""
+    conn = Connection(bootstrap)
+    try:
+        grow = CreatePartitionsTopic(name=name, count=total, assignments=None)
+        response = conn.request(CreatePartitionsRequest(topics=[grow], timeout_ms=30000), 3)
+        [result] = response.results
+        assert result.error_code == 0, (
+            f"CreatePartitions {name!r} to {total}: error {result.error_code} "
+            f"{result.error_message!r}"
+        )
+        wait_for_leaders(conn, name, total, timeout)
+    finally:
+        conn.close()
+
+
+def wait_for_leaders(conn: Connection, name: str, partitions: int, timeout: float) -> None:
+    """Until Metadata shows ``partitions`` partitions of ``name``, each with a leader."""
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = conn.request(
+            MetadataRequest(
+                topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False
+            ),
+            12,
+        )
+        ready = [
+            t
+            for t in metadata.topics
+            if t.name == name
+            and t.error_code == 0
+            and len(t.partitions) == partitions
+            and all(p.error_code == 0 and p.leader_id >= 0 for p in t.partitions)
+        ]
+        if ready:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name!r} not ready after {timeout}s: {metadata}")
+        time.sleep(0.05)
 
 
 #: Produce errors a client retries: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,

@@ -406,10 +406,10 @@ def kafka_tool(settings: Settings, name: str, *args: str, limit_s: float = 600) 
     return "".join(lines)
 
 
-def delete_topic(bootstrap: str, topic: str) -> None:
+def delete_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> None:
     """Drop a figure's topic once measured: Tansu keeps every record in memory, and a full
     run produces tens of GB (a failed delete only costs memory or disk, so it is ignored)."""
-    conn = Connection(bootstrap)
+    conn = Connection(bootstrap, timeout)
     try:
         conn.request(DeleteTopicsRequest(topic_names=[topic], timeout_ms=30_000), 5)
     finally:
@@ -662,12 +662,19 @@ def run_scale(broker: Running, run: int, settings: Settings, results: Results) -
         size = "few" if partitions == settings.sizes.scale_partitions[0] else "many"
         for figure, value in figures[partitions].items():
             results.add(f"scale-{figure}-{size}", broker.name, value)
-        delete_topic(broker.bootstrap, topic)
+        if size == "many":  # the ratios first: deleting 10,000 partitions may fail
+            for figure, _, _, higher in SCALE_FIGURES:
+                few = figures[settings.sizes.scale_partitions[0]][figure]
+                many = figures[partitions][figure]
+                worse = few / many if higher else many / few
+                results.add(f"scale-{figure}-ratio", broker.name, worse)
+        began = time.perf_counter()
+        delete_topic(broker.bootstrap, topic, timeout=SCALE_CREATE_TIMEOUT_S)
+        results.notes.append(
+            f"{broker.name} scale run {run}: {partitions:,} partitions deleted in "
+            f"{time.perf_counter() - began:.1f} s"
+        )
     delete_topic(broker.bootstrap, probe)
-    few, many = (figures[n] for n in settings.sizes.scale_partitions)
-    for figure, _, _, higher in SCALE_FIGURES:
-        worse = few[figure] / many[figure] if higher else many[figure] / few[figure]
-        results.add(f"scale-{figure}-ratio", broker.name, worse)
 
 
 def metadata_time_ms(bootstrap: str, topics: list[str] | None, rounds: int = 20) -> float:

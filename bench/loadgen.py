@@ -31,19 +31,21 @@ STAMP = struct.Struct(">qq")  # (message index, send time in monotonic ns)
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
     """As many ``size``-byte values as librdkafka takes in ``seconds`` (at most ``count``),
-    round-robin over the topic's partitions; throughput counts delivered messages only, from
-    the first produce call to the end of the final flush."""
-    producer = Producer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "acks": str(spec["acks"]),
-            "linger.ms": spec["linger_ms"],
-            "batch.size": 1_048_576,
-            "queue.buffering.max.kbytes": 262_144,
-            "enable.idempotence": False,
-            "partitioner": "murmur2_random",
-        }
-    )
+    round-robin over the topic's partitions and over ``producers`` producers (default 1,
+    each with its own connections); throughput counts delivered messages only, from the
+    first produce call to the end of the final flush."""
+    n = spec.get("producers", 1)
+    config = {
+        "bootstrap.servers": spec["bootstrap"],
+        "acks": str(spec["acks"]),
+        "linger.ms": spec["linger_ms"],
+        "batch.size": 1_048_576,
+        # 256 MiB of queue in all, at least 64 MiB each.
+        "queue.buffering.max.kbytes": max(65_536, 262_144 // n),
+        "enable.idempotence": False,
+        "partitioner": "murmur2_random",
+    }
+    clients = [Producer(config) for _ in range(n)]
     delivered = [0, 0]  # ok, failed
 
     def on_delivery(err: KafkaError | None, _msg: Any) -> None:
@@ -52,19 +54,22 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     value = b"x" * spec["size"]
     topic, partitions = spec["topic"], spec["partitions"]
     count, seconds = spec["count"], spec["seconds"]
-    producer.list_topics(topic, timeout=30)  # connect and learn the leaders before the clock
+    for client in clients:  # connect and learn the leaders before the clock
+        client.list_topics(topic, timeout=30)
     sent = 0
     started = time.perf_counter()
     stop = started + seconds
     while sent < count and time.perf_counter() < stop:
+        client = clients[sent % n]
         try:
-            producer.produce(topic, value, partition=sent % partitions, on_delivery=on_delivery)
+            client.produce(topic, value, partition=sent % partitions, on_delivery=on_delivery)
             sent += 1
         except BufferError:  # librdkafka's queue is full: let deliveries drain it
-            producer.poll(0.001)
+            client.poll(0.001)
         if sent % 1000 == 0:
-            producer.poll(0)
-    left = producer.flush(60)
+            for client in clients:
+                client.poll(0)
+    left = sum(client.flush(60) for client in clients)
     took = time.perf_counter() - started
     ok = delivered[0]
     return {
@@ -73,49 +78,6 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
         "seconds": took,
         "msgs_s": ok / took,
         "mb_s": ok * spec["size"] / took / 1e6,
-    }
-
-
-def producers(spec: dict[str, Any]) -> dict[str, Any]:
-    """``producers`` librdkafka producers in this process (each its own connections), handed
-    messages in turn for ``seconds``; throughput counts delivered messages of all of them."""
-    config = {
-        "bootstrap.servers": spec["bootstrap"],
-        "acks": str(spec["acks"]),
-        "linger.ms": spec["linger_ms"],
-        "enable.idempotence": False,
-        "queue.buffering.max.kbytes": 65_536,
-    }
-    clients = [Producer(config) for _ in range(spec["producers"])]
-    delivered = [0, 0]
-
-    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
-        delivered[1 if err else 0] += 1
-
-    value = b"x" * spec["size"]
-    topic, partitions = spec["topic"], spec["partitions"]
-    for client in clients:
-        client.list_topics(topic, timeout=30)
-    sent = 0
-    started = time.perf_counter()
-    stop = started + spec["seconds"]
-    while time.perf_counter() < stop:
-        client = clients[sent % len(clients)]
-        try:
-            client.produce(topic, value, partition=sent % partitions, on_delivery=on_delivery)
-            sent += 1
-        except BufferError:
-            client.poll(0.001)
-        if sent % 1000 == 0:
-            for client in clients:
-                client.poll(0)
-    left = sum(client.flush(60) for client in clients)
-    took = time.perf_counter() - started
-    return {
-        "messages": delivered[0],
-        "failed": delivered[1] + left,
-        "seconds": took,
-        "mb_s": delivered[0] * spec["size"] / took / 1e6,
     }
 
 
@@ -285,7 +247,6 @@ def group(spec: dict[str, Any]) -> dict[str, Any]:
 
 MODES = {
     "produce": produce,
-    "producers": producers,
     "consume": consume,
     "latency-consumer": latency_consumer,
     "latency-producer": latency_producer,

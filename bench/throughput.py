@@ -294,16 +294,7 @@ def started(name: str, work: Path, settings: Settings, results: Results) -> Iter
 
 def loadgen(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run one measurement in its own process; its JSON answer."""
-    done = subprocess.run(
-        [sys.executable, str(LOADGEN), json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"loadgen {spec['mode']} failed ({done.returncode}): {done.stderr}")
-    answer: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    [answer] = loadgen_all([spec], timeout)
     return answer
 
 
@@ -610,9 +601,9 @@ def run_connections(broker: Running, run: int, settings: Settings, results: Resu
         ]
         specs = [
             {
-                "mode": "producers", "bootstrap": broker.bootstrap, "topic": topic,
+                "mode": "produce", "bootstrap": broker.bootstrap, "topic": topic,
                 "partitions": 8, "size": KIB, "acks": "1", "linger_ms": 5,
-                "producers": n, "seconds": settings.produce_s,
+                "producers": n, "seconds": settings.produce_s, "count": 50_000_000,
             }
             for n in groups
         ]  # fmt: skip
@@ -634,10 +625,10 @@ def run_connections(broker: Running, run: int, settings: Settings, results: Resu
 def run_scale(broker: Running, run: int, settings: Settings, results: Results) -> None:
     """(f): the same figures for a topic of few and one of many partitions, and how many
     times worse each is with many (the goal: at most 2x)."""
-    figures: dict[int, dict[str, float]] = {}
+    figures: dict[str, dict[str, float]] = {}
     probe = f"scale-probe-r{run}"
     create_topic(broker.bootstrap, probe, 1)
-    for partitions in settings.sizes.scale_partitions:
+    for size, partitions in zip(("few", "many"), settings.sizes.scale_partitions, strict=True):
         topic = f"scale-{partitions}-r{run}"
         began = time.perf_counter()
         created_so_far = min(partitions, PARTITIONS_PER_OPERATION)
@@ -652,20 +643,18 @@ def run_scale(broker: Running, run: int, settings: Settings, results: Results) -
             "seconds": settings.produce_s, "count": 50_000_000,
         }  # fmt: skip
         produced = loadgen(spec, settings.produce_s + 300)
-        figures[partitions] = {
+        figures[size] = {
             "create": created * 1000 / partitions,
             "metadata-one": metadata_time_ms(broker.bootstrap, [probe]),
             "metadata-all": metadata_time_ms(broker.bootstrap, None) * 1000 / partitions,
             "produce": produced["mb_s"],
             "rss": rss_mb(broker.proc.pid),
         }
-        size = "few" if partitions == settings.sizes.scale_partitions[0] else "many"
-        for figure, value in figures[partitions].items():
+        for figure, value in figures[size].items():
             results.add(f"scale-{figure}-{size}", broker.name, value)
         if size == "many":  # the ratios first: deleting 10,000 partitions may fail
             for figure, _, _, higher in SCALE_FIGURES:
-                few = figures[settings.sizes.scale_partitions[0]][figure]
-                many = figures[partitions][figure]
+                few, many = figures["few"][figure], figures["many"][figure]
                 worse = few / many if higher else many / few
                 results.add(f"scale-{figure}-ratio", broker.name, worse)
         began = time.perf_counter()
@@ -707,10 +696,10 @@ def loadgen_all(specs: list[dict[str, Any]], timeout: float) -> list[dict[str, A
     ]
     answers = []
     try:
-        for proc in procs:
+        for proc, spec in zip(procs, specs, strict=True):
             out, err = proc.communicate(timeout=timeout)
             if proc.returncode != 0:
-                raise RuntimeError(f"loadgen producers failed ({proc.returncode}): {err}")
+                raise RuntimeError(f"loadgen {spec['mode']} failed ({proc.returncode}): {err}")
             answers.append(json.loads(out.splitlines()[-1]))
     finally:
         for proc in procs:

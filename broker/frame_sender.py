@@ -39,34 +39,30 @@ class FrameSender:
         if not frame.splices:
             self._transport.writelines((size_prefix(len(frame)), frame))
             return
-        chunks: list[bytes | memoryview] = [size_prefix(frame.frame_size())]
-        regions: list[tuple[int, BinaryIO, FileRegion]] = []  # (chunk index, ...)
         with ExitStack() as descriptors:
+            # Runs of bytes to write, each followed by a region to sendfile (None: none).
+            plan: list[tuple[bytes, tuple[BinaryIO, FileRegion] | None]] = []
+            pending: list[bytes | memoryview] = [size_prefix(frame.frame_size())]
             for part in frame.parts():
-                if isinstance(part, memoryview):
-                    chunks.append(part)
-                elif (fd := self._sendable(part)) is not None:
-                    assert isinstance(part, FileRegion)
+                if isinstance(part, FileRegion) and (fd := self._sendable(part)) is not None:
                     file = descriptors.enter_context(open(os.dup(fd), "rb", buffering=0))
-                    regions.append((len(chunks), file, part))
-                    chunks.append(b"")
+                    plan.append((b"".join(pending), (file, part)))
+                    pending = []
                 else:
-                    chunks.append(part.read())
-            await self._write(chunks, regions)
+                    pending.append(part if isinstance(part, memoryview) else part.read())
+            plan.append((b"".join(pending), None))
+            await self._write(plan)
 
-    async def _write(
-        self,
-        chunks: list[bytes | memoryview],
-        regions: list[tuple[int, BinaryIO, FileRegion]],
-    ) -> None:
+    async def _write(self, plan: list[tuple[bytes, tuple[BinaryIO, FileRegion] | None]]) -> None:
         transport = self._transport
         loop = asyncio.get_running_loop()
-        start = 0
-        for at, file, region in regions:
-            transport.write(b"".join(chunks[start:at]))
-            start = at + 1
+        for data, spliced in plan:
+            transport.write(data)
             if transport.is_closing():
                 return
+            if spliced is None:
+                continue
+            file, region = spliced
             if self._sendfile:
                 try:
                     await loop.sendfile(
@@ -78,11 +74,10 @@ class FrameSender:
                         return
                     self._sendfile = False  # this transport never can: read from now on
             transport.write(region.read())
-        transport.write(b"".join(chunks[start:]))
 
-    def _sendable(self, part: object) -> int | None:
-        """The descriptor to sendfile ``part`` from, if it is a large enough file region."""
-        if self._sendfile and isinstance(part, FileRegion) and part.size >= SENDFILE_MIN_BYTES:
-            fd = part.file.fileno()
+    def _sendable(self, region: FileRegion) -> int | None:
+        """The descriptor to sendfile ``region`` from, if it is large enough to pay off."""
+        if self._sendfile and region.size >= SENDFILE_MIN_BYTES:
+            fd = region.file.fileno()
             return fd if fd is not None and fd >= 0 else None
         return None

@@ -26,9 +26,8 @@ from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
 from millpond.broker.emulation import emulate
 from millpond.broker.groups.service import GroupService
 from millpond.broker.handlers import ROUTES
-from millpond.broker.handlers.init_producer_id import controller_blocks
 from millpond.broker.maintenance import Maintenance
-from millpond.broker.producer_ids import ProducerIdManager
+from millpond.broker.producer_ids import ProducerIdManager, controller_blocks
 from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.server import KafkaServer
 from millpond.broker.trace import RequestTrace

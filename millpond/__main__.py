@@ -14,8 +14,12 @@ import sys
 
 from millpond import __version__
 
+BUILT_IN = ("serve", "ping")
+"""Commands of this module: their parser is built without the tools' (millpond.cli), whose
+imports would add about a fifth to a broker's start-up."""
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(tools: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="millpond",
         description="A Kafka-compatible broker (serve), and tools for any Kafka cluster.",
@@ -40,9 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
     ping.add_argument("--timeout-ms", type=int, default=5000)
-    from millpond import cli
+    if tools:
+        from millpond import cli
 
-    cli.register(commands)
+        cli.register(commands)
     return parser
 
 
@@ -77,6 +82,7 @@ def _ping(bootstrap: str, timeout_ms: int) -> int:
 
 async def _serve(config_path: str | None, overrides: list[str], trace: str | None) -> int:
     import asyncio
+    import gc
     import signal
 
     from millpond.broker.config import ConfigError, load_config
@@ -114,6 +120,9 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             "choose another in `listeners` (or `millpond.control.port`)\n"
         )
         return 1
+    # Out of every collection's way from now on: fewer objects to traverse, shorter pauses.
+    gc.freeze()
+    gc.enable()
     # Before the "listening" line: a SIGTERM sent as soon as it appears must stop cleanly.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -132,7 +141,9 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = _parser(tools=not argv or argv[0] not in BUILT_IN).parse_args(argv)
     if hasattr(args, "run"):
         from millpond import cli
 
@@ -142,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         import asyncio  # here, not at the top: the other commands start faster without it
+        import gc
 
+        # Start-up makes ~100k objects that live as long as the broker (modules, classes, the
+        # metadata image, the logs): collecting while they are made frees nothing and costs
+        # a twentieth of the start. _serve freezes them and turns collection back on.
+        gc.disable()
         return asyncio.run(_serve(args.config, args.override, args.trace))
     if args.command == "ping":
         return _ping(args.bootstrap_server, args.timeout_ms)

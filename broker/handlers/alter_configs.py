@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from millpond.broker.config_defs import BROKER_CONFIGS, ConfigError, parse_value
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.image import ConfigResource, ConfigResourceType
 from millpond.controller.results import NO_ERROR, ApiError
@@ -167,6 +166,3 @@ def handle(
             for o in outcomes
         ]
     )
-
-
-ROUTE = Route(33, 0, 2, handle)

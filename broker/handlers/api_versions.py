@@ -23,7 +23,6 @@ import re
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
 from millpond.wire.generated.api.api_versions_response import (
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
-MAX_VERSION = 5
 
 
 def handle(
@@ -57,6 +55,3 @@ def handle(
         for key, low, high in broker.dispatcher.advertised()
     ]
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
-
-
-ROUTE = Route(18, 0, MAX_VERSION, handle)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.create_topics import create_logs
 from millpond.controller.replication_control import CreatePartitionsTopic
 from millpond.wire.errors import ErrorCode
@@ -67,6 +66,3 @@ def handle(
         if r.error.is_success and not request.validate_only:
             create_logs(broker, r.name)
     return CreatePartitionsResponse(results=results)
-
-
-ROUTE = Route(37, 0, 3, handle)

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from millpond.broker.config import ConfigError
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.describe_configs import topic_entries
 from millpond.controller.replication_control import (
     CreatableReplicaAssignment,
@@ -120,6 +119,3 @@ def _result(broker: Broker, version: int, result: CreateTopicResult) -> Creatabl
             for e in sorted(entries, key=lambda e: e.name)
         ]
     return answer
-
-
-ROUTE = Route(19, 2, 7, handle)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.delete_groups_request import DeleteGroupsRequest
 from millpond.wire.generated.api.delete_groups_response import (
@@ -42,6 +41,3 @@ def handle(
     if changed:
         service.poke()
     return DeleteGroupsResponse(results=results)
-
-
-ROUTE = Route(42, 0, 3, handle)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.describe_producers import producer_state
 from millpond.broker.handlers.metadata import INTERNAL_TOPICS
 from millpond.storage.log_types import OffsetOutOfRangeError
@@ -85,6 +84,3 @@ def _delete(broker: Broker, name: str, partition: int, offset: int) -> tuple[Err
         return ErrorCode.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK
     except OSError:
         return ErrorCode.KAFKA_STORAGE_ERROR, INVALID_LOW_WATERMARK
-
-
-ROUTE = Route(21, 0, 2, handle)

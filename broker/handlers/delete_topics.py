@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.describe_configs import broker_config
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.delete_topics_request import DeleteTopicsRequest
@@ -131,6 +130,3 @@ def handle(
             for index in indexes:
                 broker.log_manager.delete_log(name, index)
     return DeleteTopicsResponse(responses=results)
-
-
-ROUTE = Route(20, 1, 6, handle)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.describe_cluster_request import DescribeClusterRequest
 from millpond.wire.generated.api.describe_cluster_response import (
@@ -75,6 +74,3 @@ def handle(
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = CLUSTER_OPERATIONS
     return response
-
-
-ROUTE = Route(60, 0, 2, handle)

@@ -37,7 +37,6 @@ from millpond.broker.config import (
 )
 from millpond.broker.config_defs import TOPIC_SYNONYMS, ConfigError, ConfigSource
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.controller.image import ConfigResource, ConfigResourceType
 from millpond.controller.replication_control import validate_topic_name
 from millpond.wire.errors import ErrorCode
@@ -202,6 +201,3 @@ def check_broker_id(broker: Broker, name: str, *, logger: bool = False) -> None:
             ErrorCode.INVALID_REQUEST,
             f"Unexpected broker id, expected {expected} but received {name}",
         )
-
-
-ROUTE = Route(32, 1, 4, handle)

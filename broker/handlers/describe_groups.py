@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.groups.classic import ClassicGroup, GroupState
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.describe_groups_request import DescribeGroupsRequest
@@ -97,6 +96,3 @@ def _described(group: ClassicGroup) -> DescribedGroup:
         protocol_data=protocol or "",
         members=members,
     )
-
-
-ROUTE = Route(15, 0, 6, handle)

@@ -20,7 +20,6 @@ import os
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.describe_log_dirs_request import DescribeLogDirsRequest
 from millpond.wire.generated.api.describe_log_dirs_response import (
@@ -83,6 +82,3 @@ def handle(
             )
         )
     return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)
-
-
-ROUTE = Route(35, 1, 5, handle)

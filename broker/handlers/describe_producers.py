@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.producer_state import ProducerStateManager
 from millpond.controller.image import TopicImage
 from millpond.controller.replication_control import validate_topic_name
@@ -91,6 +90,3 @@ def _active(state: ProducerStateManager | None) -> list[ProducerState]:
         )
         for pid, e in sorted(state.active_producers.items())
     ]
-
-
-ROUTE = Route(61, 0, 0, handle)

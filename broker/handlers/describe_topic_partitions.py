@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.describe_configs import broker_config
 from millpond.broker.handlers.metadata import INTERNAL_TOPICS
 from millpond.controller.replication_control import validate_topic_name
@@ -120,6 +119,3 @@ def handle(
             break
         remaining -= len(partitions)
     return response
-
-
-ROUTE = Route(75, 0, 0, handle)

@@ -46,7 +46,6 @@ from collections.abc import Awaitable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.fetch_sessions import (
     ZERO_UUID,
     FetchContext,
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
     from millpond.controller.image import MetadataImage, TopicImage
 
-MAX_VERSION = 18
 FETCH_MAX_BYTES = 55 * 1024 * 1024  # fetch.max.bytes
 READ_COMMITTED = 1
 _NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -363,6 +361,3 @@ def _same_topic(topic: FetchableTopicResponse, wanted: PartitionRequest) -> bool
     if wanted.topic_id != ZERO_UUID:
         return topic.topic_id == wanted.topic_id
     return topic.topic == (wanted.topic or "")
-
-
-ROUTE = Route(1, 4, MAX_VERSION, handle)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.find_coordinator_request import FindCoordinatorRequest
 from millpond.wire.generated.api.find_coordinator_response import (
@@ -66,6 +65,3 @@ def handle(
         host=found.host,
         port=found.port,
     )
-
-
-ROUTE = Route(10, 0, 6, handle)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.heartbeat_response import HeartbeatResponse
@@ -31,6 +30,3 @@ def handle(broker: Broker, ctx: RequestContext, request: HeartbeatRequest) -> He
     code = service.coordinator.heartbeat(request, service.now_ms())
     service.poke()
     return HeartbeatResponse(error_code=code)
-
-
-ROUTE = Route(12, 0, 4, handle)

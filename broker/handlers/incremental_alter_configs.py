@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.handlers.alter_configs import alter
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.wire.errors import ErrorCode
@@ -72,6 +71,3 @@ def handle(
 
 
 KNOWN_OPERATIONS = frozenset({0, 1, 2, 3})  # SET, DELETE, APPEND, SUBTRACT
-
-
-ROUTE = Route(44, 0, 1, handle)

@@ -23,48 +23,15 @@ adds the producer id and epoch to the request (KIP-360); v4 allows PRODUCER_FENC
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
-from millpond.broker.producer_ids import (
-    ProducerIdsBlock,
-    init_producer_id,
-    init_producer_id_error_for_version,
-)
+from millpond.broker.producer_ids import init_producer_id, init_producer_id_error_for_version
 from millpond.wire.generated.api.init_producer_id_request import InitProducerIdRequest
 from millpond.wire.generated.api.init_producer_id_response import InitProducerIdResponse
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
-    from millpond.controller.controller import QuorumController
-
-_log = logging.getLogger("millpond.broker")
-
-
-def controller_blocks(
-    controller: QuorumController, broker_id: int, broker_epoch: int
-) -> Callable[[], ProducerIdsBlock | None]:
-    """The ``next_block`` of a :class:`~millpond.broker.producer_ids.ProducerIdManager`:
-    each call asks the controller for the next block (which it commits to the metadata
-    log before answering); None, logged, when the controller refuses (a stale broker
-    epoch, ids exhausted)."""
-
-    def next_block() -> ProducerIdsBlock | None:
-        result = controller.allocate_producer_ids(broker_id, broker_epoch).response
-        if result.error.is_failure:
-            _log.warning(
-                "no producer id block for broker %d: %s %s",
-                broker_id,
-                result.error.code.name,
-                result.error.message or "",
-            )
-            return None
-        return ProducerIdsBlock(broker_id, result.producer_id_start, result.producer_id_len)
-
-    return next_block
 
 
 def handle(
@@ -84,6 +51,3 @@ def handle(
         producer_id=result.producer_id,
         producer_epoch=result.producer_epoch,
     )
-
-
-ROUTE = Route(22, 0, 5, handle)

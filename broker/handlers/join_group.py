@@ -18,7 +18,6 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.groups.coordinator import Caller
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.join_group_request import JoinGroupRequest
@@ -55,6 +54,3 @@ async def handle(
     if ctx.api_version < NULLABLE_PROTOCOL_NAME_VERSION and response.protocol_name is None:
         response.protocol_name = ""
     return response
-
-
-ROUTE = Route(11, 0, 9, handle)

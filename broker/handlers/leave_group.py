@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
 from millpond.wire.generated.api.leave_group_response import LeaveGroupResponse
@@ -37,6 +36,3 @@ def handle(broker: Broker, ctx: RequestContext, request: LeaveGroupRequest) -> L
     if error == ErrorCode.NONE and answers:
         error = answers[0].error_code
     return LeaveGroupResponse(error_code=error)
-
-
-ROUTE = Route(13, 0, 5, handle)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.list_groups_request import ListGroupsRequest
 from millpond.wire.generated.api.list_groups_response import ListedGroup, ListGroupsResponse
@@ -46,6 +45,3 @@ def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> L
             for g in groups
         ]
     )
-
-
-ROUTE = Route(16, 0, 5, handle)

@@ -24,7 +24,6 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.list_offsets_request import (
@@ -113,6 +112,3 @@ def _lookup(
     return ListOffsetsPartitionResponse(
         partition_index=index, timestamp=found.timestamp, offset=found.offset, leader_epoch=epoch
     )
-
-
-ROUTE = Route(2, 1, 11, handle)

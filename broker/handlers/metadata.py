@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.controller.image import MetadataImage, TopicImage
 from millpond.controller.replication_control import CreatableTopic
 from millpond.wire.errors import ErrorCode
@@ -121,6 +120,3 @@ def _missing_topic(broker: Broker, name: str, allow_create: bool) -> MetadataRes
         # by compat_tests/test_differential.py); the client asks again.
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return MetadataResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID)
-
-
-ROUTE = Route(3, 0, 13, handle)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.groups.coordinator import OffsetToCommit
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_commit_request import (
@@ -116,6 +115,3 @@ def _commit(
     )
     service.poke()
     return codes
-
-
-ROUTE = Route(8, 2, 10, handle)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_delete_request import OffsetDeleteRequest
 from millpond.wire.generated.api.offset_delete_response import (
@@ -73,6 +72,3 @@ def handle(
         else:
             topics[name] = OffsetDeleteResponseTopic(name=name, partitions=answered)
     return OffsetDeleteResponse(topics=list(topics.values()))
-
-
-ROUTE = Route(47, 0, 0, handle)

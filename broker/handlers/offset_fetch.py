@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.broker.groups.coordinator import CommittedOffset
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_fetch_request import (
@@ -136,6 +135,3 @@ def _partitions(
     index: int, offset: CommittedOffset | None, error: int
 ) -> OffsetFetchResponsePartitions:
     return OffsetFetchResponsePartitions(partition_index=index, error_code=error, **_answer(offset))
-
-
-ROUTE = Route(9, 1, 10, handle)

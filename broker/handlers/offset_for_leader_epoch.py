@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_for_leader_epoch_request import (
     OffsetForLeaderEpochRequest,
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
     from millpond.controller.image import TopicImage
 
-MAX_VERSION = 4
 NO_PARTITION_LEADER_EPOCH = -1
 
 
@@ -74,6 +72,3 @@ def _end_offset(
     if end_offset < 0:
         return EpochEndOffset(partition=index)
     return EpochEndOffset(partition=index, leader_epoch=epoch, end_offset=end_offset)
-
-
-ROUTE = Route(23, 2, MAX_VERSION, handle)

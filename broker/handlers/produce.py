@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.controller.image import TopicImage
 from millpond.wire import DecodeError
 from millpond.wire.errors import ErrorCode
@@ -119,6 +118,3 @@ def _magic_2_batches(records: memoryview) -> list[RecordBatch] | None:
         return list(iter_batches(records)) or None
     except DecodeError:
         return None
-
-
-ROUTE = Route(0, 0, 13, handle, served_min_version=3)

@@ -15,7 +15,6 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.sync_group_request import SyncGroupRequest
 from millpond.wire.generated.api.sync_group_response import SyncGroupResponse
@@ -46,6 +45,3 @@ async def handle(
     service.coordinator.sync(request, service.now_ms(), reply)
     service.poke()
     return await answered
-
-
-ROUTE = Route(14, 0, 5, handle)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import Route
 from millpond.controller.feature_control import FeatureUpdate, FeatureUpgradeType
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.update_features_request import UpdateFeaturesRequest
@@ -72,6 +71,3 @@ def handle(
             for u in updates
         ]
     return response
-
-
-ROUTE = Route(57, 0, 2, handle)

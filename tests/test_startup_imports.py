@@ -1,0 +1,48 @@
+"""What a broker start need not load, checked in a fresh interpreter: each of these costs
+start-up time and idle memory (bench/startup.py measures both), so it is loaded when first
+needed: with a compressed batch, a control endpoint, a request of that API, a tool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from millpond.broker.handlers import ROUTES, LazyHandler
+
+DEFERRED = [
+    "cramjam",  # the codecs: with the first compressed batch
+    "xxhash",
+    "crc32c",  # the package; the broker loads its extension only (millpond.wire.crc32c)
+    "importlib.metadata",
+    "http.server",  # with millpond.control.port only
+    "millpond.cli",  # `millpond serve` does not even build the tools' parsers
+    "millpond.storage.cleaner.clean",  # with the first cleaning pass
+]
+
+
+def _handlers() -> list[LazyHandler]:
+    handlers = [route.handler for route in ROUTES]
+    assert all(isinstance(h, LazyHandler) for h in handlers)
+    return handlers  # type: ignore[return-value]
+
+
+def test_a_broker_start_loads_none_of_what_it_defers() -> None:
+    modules = DEFERRED + [f"millpond.broker.handlers.{h.module}" for h in _handlers()]
+    code = (
+        "import contextlib, io, json, sys, millpond.__main__ as entry, millpond.broker.node\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    entry.main(['serve', '--help'])\n"
+        f"print(json.dumps([m for m in {modules!r} if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert json.loads(out) == []
+
+
+def test_every_route_loads_its_handler() -> None:
+    """Each module the table names exists and exports ``handle``: else its first request
+    would fail, not the broker's start."""
+    for handler in _handlers():
+        assert callable(handler.load()), handler.module

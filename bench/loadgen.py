@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import struct
 import sys
 import time
@@ -27,6 +28,12 @@ CONSUMER_QUEUES = {
     "max.partition.fetch.bytes": 8_388_608,
 }
 STAMP = struct.Struct(">qq")  # (message index, send time in monotonic ns)
+
+
+def _cpu_s() -> float:
+    """CPU seconds this process has used, librdkafka's threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +64,7 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     for client in clients:  # connect and learn the leaders before the clock
         client.list_topics(topic, timeout=30)
     sent = 0
+    cpu = _cpu_s()
     started = time.perf_counter()
     stop = started + seconds
     while sent < count and time.perf_counter() < stop:
@@ -76,6 +84,7 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
         "messages": ok,
         "failed": delivered[1] + left,
         "seconds": took,
+        "cpu_s": _cpu_s() - cpu,
         "msgs_s": ok / took,
         "mb_s": ok * spec["size"] / took / 1e6,
     }

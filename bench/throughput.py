@@ -129,6 +129,10 @@ SCALE_FIGURES = [  # (key, label, unit, higher is better)
     ("metadata-one", "Metadata answer for one 1-partition topic", "ms", False),
     ("metadata-all", "Metadata answer for every topic, per partition", "µs", False),
     ("produce", "produce 1024 B values spread over every partition", "MB/s", True),
+    # Where that produce's CPU went, per message delivered: on 2 cores the broker and the
+    # load generator share the machine, so either one's growth bounds the figure above.
+    ("produce-broker-cpu", "broker CPU per message produced", "µs", False),
+    ("produce-client-cpu", "load generator (librdkafka) CPU per message produced", "µs", False),
     ("rss", "RSS after producing", "MB", False),
 ]
 
@@ -642,12 +646,16 @@ def run_scale(broker: Running, run: int, settings: Settings, results: Results) -
             "partitions": partitions, "size": KIB, "acks": "1", "linger_ms": 5,
             "seconds": settings.produce_s, "count": 50_000_000,
         }  # fmt: skip
+        cpu = broker.cpu_s()
         produced = loadgen(spec, settings.produce_s + 300)
+        delivered = max(produced["messages"], 1)
         figures[size] = {
             "create": created * 1000 / partitions,
             "metadata-one": metadata_time_ms(broker.bootstrap, [probe]),
             "metadata-all": metadata_time_ms(broker.bootstrap, None) * 1000 / partitions,
             "produce": produced["mb_s"],
+            "produce-broker-cpu": (broker.cpu_s() - cpu) * 1e6 / delivered,
+            "produce-client-cpu": produced["cpu_s"] * 1e6 / delivered,
             "rss": rss_mb(broker.proc.pid),
         }
         for figure, value in figures[size].items():

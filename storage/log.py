@@ -574,10 +574,11 @@ class Log:
         elif self._segments[-1].base_offset > self._recovery_point:
             self.flush(self._segments[-1].base_offset)
 
-    def close(self) -> None:
+    def close(self, flush: bool = True) -> None:
         """Flush everything and release the files: after this the log manager may write
-        the clean-shutdown marker, and a reopen will not scan anything."""
-        if not self._offline:
+        the clean-shutdown marker, and a reopen will not scan anything. A deleted log is
+        closed without the flush (Kafka's ``closeHandlers``): its data is thrown away."""
+        if flush and not self._offline:
             self.flush()
         for segment in self._segments:
             segment.close()

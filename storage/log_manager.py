@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from millpond.storage.checkpoints import (
@@ -83,6 +83,8 @@ class _LogDir:
     directory_id: bytes | None
     had_clean_shutdown: bool
     clean_shutdown_broker_epoch: int | None
+    #: How many partitions it holds (a new log goes to the directory holding the fewest).
+    hosted: int = 0
     written_recovery_points: dict[TopicPartition, int] | None = None
     written_log_starts: dict[TopicPartition, int] | None = None
 
@@ -157,6 +159,7 @@ class LogManager:
                 )
             slot = _Slot(log_dir, partition_path, recovery_points.get(tp, 0), log_starts.get(tp, 0))
             self._slots[tp] = slot
+            log_dir.hosted += 1
             if not clean:
                 self._open(tp, slot)
 
@@ -274,10 +277,7 @@ class LogManager:
         return log
 
     def _create(self, tp: TopicPartition) -> _Slot:
-        counts = {d.path: 0 for d in self._dirs}
-        for slot in self._slots.values():
-            counts[slot.log_dir.path] += 1
-        log_dir = min(self._dirs, key=lambda d: counts[d.path])
+        log_dir = min(self._dirs, key=lambda d: d.hosted)
         path = join(log_dir.path, partition_dir_name(*tp))
         if self._fs.exists(path):
             raise LogDirError(f"{path} exists but was not there at start-up")
@@ -291,6 +291,7 @@ class LogManager:
             had_clean_shutdown=True, leader_epochs=epochs, rng=self._rng,
         )  # fmt: skip
         self._slots[tp] = slot
+        log_dir.hosted += 1
         return slot
 
     def update_config(self, topic: str, config: LogConfig) -> None:
@@ -302,30 +303,44 @@ class LogManager:
                 slot.log.config = config
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition: close its log, rename its directory to
-        ``<topic>-<partition>.<id>-delete`` and rewrite the directory's checkpoints
-        without it; the files go after file.delete.delay.ms (:meth:`retention_pass`, or
-        at the next start-up if the process stops first). False if not hosted."""
-        tp = (topic, partition)
-        slot = self._slots.pop(tp, None)
-        if slot is None:
-            return False
-        if slot.log is not None:
-            try:
-                slot.log.close()
-            except OSError as exc:  # its data is being thrown away anyway
-                _log.warning("closing deleted log %s: %s", slot.path, exc)
-        self.offline.pop(tp, None)
-        doomed = join(
-            parent(slot.path),
-            marked_partition_dir_name(topic, partition, "delete", uuid.uuid4().hex),
-        )
-        self._fs.rename(slot.path, doomed)
-        self._fs.sync_dir(slot.log_dir.path)
+        """:meth:`delete_logs` of one partition; False if not hosted."""
+        return self.delete_logs(topic, [partition]) == 1
+
+    def delete_logs(self, topic: str, partitions: Iterable[int]) -> int:
+        """Remove a topic's partitions: close each log, rename its directory to
+        ``<topic>-<partition>.<id>-delete``, then make the renames durable and rewrite
+        the checkpoints once per log directory (not once per partition: a topic of
+        10,000 partitions would rewrite them 10,000 times). The files go after
+        file.delete.delay.ms (:meth:`retention_pass`, or at the next start-up if the
+        process stops first). Returns how many of them were hosted."""
+        touched: list[_LogDir] = []
+        deleted = 0
         due = self._clock.monotonic_ms() + self.config_for(topic).file_delete_delay_ms
-        self._doomed.append((due, doomed))
-        self._checkpoint_dir(slot.log_dir, recovery=True, log_start=True)
-        return True
+        for partition in partitions:
+            tp = (topic, partition)
+            slot = self._slots.pop(tp, None)
+            if slot is None:
+                continue
+            if slot.log is not None:
+                try:
+                    slot.log.close(flush=False)
+                except OSError as exc:  # its data is being thrown away anyway
+                    _log.warning("closing deleted log %s: %s", slot.path, exc)
+            self.offline.pop(tp, None)
+            doomed = join(
+                parent(slot.path),
+                marked_partition_dir_name(topic, partition, "delete", uuid.uuid4().hex),
+            )
+            self._fs.rename(slot.path, doomed)
+            self._doomed.append((due, doomed))
+            slot.log_dir.hosted -= 1
+            deleted += 1
+            if slot.log_dir not in touched:
+                touched.append(slot.log_dir)
+        for log_dir in touched:
+            self._fs.sync_dir(log_dir.path)
+            self._checkpoint_dir(log_dir, recovery=True, log_start=True)
+        return deleted
 
     def delete_pending_logs(self) -> int:
         """Remove the directories of deleted partitions whose delay has passed."""

@@ -127,6 +127,5 @@ def handle(
         )
     for name, indexes in partitions.items():
         if broker.image.topic(name) is None:  # the removal is committed
-            for index in indexes:
-                broker.log_manager.delete_log(name, index)
+            broker.log_manager.delete_logs(name, indexes)
     return DeleteTopicsResponse(responses=results)

@@ -26,6 +26,26 @@ from millpond.wire.records import iter_batches
 
 from .log_helpers import T0, CountingFs, batch
 
+
+class WriteCountingFs(MemFileSystem):
+    """Records the directories synced and the files replaced (checkpoints are written
+    to a temporary file, then renamed over)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.synced_dirs: list[str] = []
+        self.written: list[str] = []
+
+    def sync_dir(self, path: str) -> None:
+        self.synced_dirs.append(path)
+        super().sync_dir(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        if src.endswith(".tmp"):
+            self.written.append(dst)
+        super().rename(src, dst)
+
+
 D1, D2 = "/data/d1", "/data/d2"
 TOPIC_ID = bytes(range(1, 17))
 
@@ -235,6 +255,37 @@ def test_delete_log_renames_checkpoints_and_removes_later() -> None:
     assert lm.get_log("t", 0) is None
     log = lm.get_or_create_log("t", 0)
     assert log.log_end_offset == 0
+
+
+def test_deleting_a_topic_writes_each_directory_once() -> None:
+    """All of a topic's partitions go in one pass: one directory sync for the renames and
+    one rewrite of each checkpoint per log directory, whatever the partition count."""
+    fs = WriteCountingFs()
+    lm = manager(fs, dirs=(D1, D2))
+    for p in range(6):
+        produce(lm.get_or_create_log("t", p), 1)
+    kept = lm.get_or_create_log("kept", 0)
+    produce(kept, 3)
+    kept.flush()
+    lm.checkpoint_recovery_points()
+    fs.synced_dirs.clear()
+    fs.written.clear()
+    assert lm.delete_logs("t", [*range(6), 99]) == 6
+    # Per log directory: the renames made durable, and the recovery-point checkpoint
+    # written (a temporary file renamed over, then the directory synced again).
+    # Per log directory: the renames made durable, and both checkpoints written (each a
+    # temporary file renamed over, then the directory synced). Nothing is flushed from
+    # the logs thrown away.
+    assert sorted(fs.synced_dirs) == [D1] * 3 + [D2] * 3
+    checkpoints = (RECOVERY_POINT_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE)
+    assert sorted(fs.written) == sorted(join(d, f) for d in (D1, D2) for f in checkpoints)
+    assert lm.partitions() == [("kept", 0)]
+    kept_in = lm.log_dir_of("kept", 0) or ""
+    points = read_offset_checkpoint(fs, join(kept_in, RECOVERY_POINT_CHECKPOINT_FILE))
+    assert points == {("kept", 0): kept.log_end_offset} and kept.log_end_offset > 0
+    # The directories' partition counts followed: a new log goes to the emptier one.
+    lm.get_or_create_log("u", 0)
+    assert lm.log_dir_of("u", 0) != kept_in
 
 
 def test_delete_dirs_left_by_a_crash_are_removed() -> None:

@@ -50,6 +50,18 @@ __all__ = [
 
 MAX_NAME_LENGTH = 249
 ZERO_UUID = bytes(16)
+#: Kafka's ``MAX_PARTITIONS_PER_BATCH``: the most partitions one CreateTopics may ask for,
+#: checked before anything else (more have run Kafka's controller out of memory).
+MAX_PARTITIONS_PER_BATCH = 10_000
+#: Kafka's ``MAX_RECORDS_PER_USER_OP``: the most metadata records one operation may write
+#: (a topic is one record, plus one per partition and one per config).
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_MANY_PARTITIONS = ApiError(
+    ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request."
+)
+TOO_MANY_RECORDS = ApiError(
+    ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation."
+)
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 K = TypeVar("K", bound=Hashable)
 
@@ -320,8 +332,14 @@ def create_topics(
     rng: random.Random,
     defaults: TopicDefaults | None = None,
 ) -> ControllerResult[list[CreateTopicResult]]:
-    """CreateTopics: one result per distinct name, in request order."""
+    """CreateTopics: one result per distinct name, in request order. A request over
+    Kafka's limits fails as a whole, every topic answered with the same error (in
+    validation too), as Kafka's controller fails the operation."""
     defaults = defaults or TopicDefaults()
+    if _partitions_asked(topics, defaults) > MAX_PARTITIONS_PER_BATCH:
+        return ControllerResult(
+            (), [CreateTopicResult(t.name, TOO_MANY_PARTITIONS) for t in topics]
+        )
     counts: dict[str, int] = {}
     for t in topics:
         counts[t.name] = counts.get(t.name, 0) + 1
@@ -340,7 +358,23 @@ def create_topics(
         result, new_records = _create_topic(image, topic, defaults, rng, taken)
         results.append(result)
         records.extend(new_records)
+    if len(records) > MAX_RECORDS_PER_USER_OP:
+        return ControllerResult((), [CreateTopicResult(t.name, TOO_MANY_RECORDS) for t in topics])
     return ControllerResult(() if validate_only else tuple(records), results)
+
+
+def _partitions_asked(topics: Sequence[CreatableTopic], defaults: TopicDefaults) -> int:
+    """An upper bound of the partitions a CreateTopics would create (Kafka's count: the
+    default for -1, nothing for other counts below 1, the assignments when given)."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += defaults.num_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
 
 
 def _create_topic(

@@ -499,6 +499,22 @@ def create_topics_validate_only(s: Session) -> None:
 
 
 @sequence
+def create_topics_too_many_records(s: Session) -> None:
+    """Kafka's controller refuses an operation that would write more than 10,000 metadata
+    records (a topic is one record, and one more per partition)."""
+    big = CreatableTopic(name=s.topic("big"), num_partitions=10_000, replication_factor=1)
+    halves = [
+        CreatableTopic(name=s.topic(f"half{i}"), num_partitions=6_000, replication_factor=1)
+        for i in (1, 2)
+    ]
+    s.send(CreateTopicsRequest(topics=[big], timeout_ms=30000, validate_only=True), 7, "check")
+    s.send(CreateTopicsRequest(topics=[big], timeout_ms=30000), 7, "10,000 partitions")
+    s.send(CreateTopicsRequest(topics=[big], timeout_ms=30000), 4, "10,000 partitions v4")
+    s.send(CreateTopicsRequest(topics=halves, timeout_ms=30000, validate_only=True), 7, "halves")
+    metadata(s, "big", label="not created")
+
+
+@sequence
 def create_topics_created_configs(s: Session) -> None:
     create(s, "made", 2, {"retention.ms": "123456", "segment.bytes": "1048576"})
     create(s, "made5", 1, version=5, label="create v5")

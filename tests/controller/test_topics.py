@@ -113,6 +113,41 @@ def test_duplicate_names_in_one_request() -> None:
     assert controller.image.topic("dup") is None
 
 
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        # 10,000 partitions pass the partition limit; with the topic's record they are
+        # 10,001 records, one over the operation's limit.
+        ([10_000], "Unable to perform excessively large batch operation."),
+        ([5_000, 4_999, 1], "Unable to perform excessively large batch operation."),
+        ([6_000, 5_000], "Excessively large number of partitions per request."),
+        ([10_001, 0, -5], "Excessively large number of partitions per request."),
+    ],
+)
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_requests_over_kafkas_limits_fail_whole(
+    shapes: list[int], message: str, validate_only: bool
+) -> None:
+    """As Kafka's controller: every topic gets POLICY_VIOLATION, nothing is written."""
+    controller = running_node()
+    topics = [CreatableTopic(f"t{i}", n) for i, n in enumerate(shapes)]
+    result = controller.create_topics(topics, validate_only=validate_only)
+    assert [(r.name, r.error.code, r.error.message) for r in result.response] == [
+        (t.name, ErrorCode.POLICY_VIOLATION, message) for t in topics
+    ]
+    assert all(controller.image.topic(t.name) is None for t in topics)
+
+
+def test_requests_at_kafkas_limits_are_served() -> None:
+    """9,998 partitions, their topic's record and one config: 10,000 records."""
+    controller = running_node()
+    topic = CreatableTopic("t", 9_998, configs={"retention.ms": "1000"})
+    [result] = controller.create_topics([topic]).response
+    assert result.error.code == ErrorCode.NONE
+    partitions = controller.image.topic("t")
+    assert partitions is not None and len(partitions.partitions) == 9_998
+
+
 @pytest.mark.parametrize("partitions", [0, -2])
 def test_invalid_partitions(partitions: int) -> None:
     code, message = create_one(CreatableTopic("p", partitions))

@@ -40,7 +40,9 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     """As many ``size``-byte values as librdkafka takes in ``seconds`` (at most ``count``),
     round-robin over the topic's partitions and over ``producers`` producers (default 1,
     each with its own connections); throughput counts delivered messages only, from the
-    first produce call to the end of the final flush."""
+    first produce call to the end of the final flush. ``batch_records``, if given, makes
+    every batch that many records (sent as soon as it has them; ``linger_ms`` must be long
+    enough to fill it), so the log holds the same batches whatever broker it is on."""
     n = spec.get("producers", 1)
     config = {
         "bootstrap.servers": spec["bootstrap"],
@@ -51,6 +53,7 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
         "queue.buffering.max.kbytes": max(65_536, 262_144 // n),
         "enable.idempotence": False,
         "partitioner": "murmur2_random",
+        **({"batch.num.messages": spec["batch_records"]} if "batch_records" in spec else {}),
     }
     clients = [Producer(config) for _ in range(n)]
     delivered = [0, 0]  # ok, failed
@@ -105,6 +108,7 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
         [TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in range(spec["partitions"])]
     )
     count, got, size = spec["count"], 0, 0
+    cpu = _cpu_s()
     deadline = time.perf_counter() + spec["seconds"]
     first = last = 0.0
     while got < count and time.perf_counter() < deadline:
@@ -118,12 +122,14 @@ def consume(spec: dict[str, Any]) -> dict[str, Any]:
                 got += 1
                 size += len(message.value())
         last = time.perf_counter()
+    cpu = _cpu_s() - cpu
     consumer.close()
     took = max(last - first, 1e-9)
     return {
         "messages": got,
         "complete": got >= count,
         "seconds": took,
+        "cpu_s": cpu,
         "msgs_s": got / took,
         "mb_s": size / took / 1e6,
     }

@@ -128,9 +128,12 @@ _ROWS: list[ConfigDefinition] = [
     define("early.start.listeners", LIST, None, HIGH,
            "Listeners started before the authorizer has loaded.", list_of()),
     define("socket.send.buffer.bytes", INT, 100 * 1024, HIGH,
-           "SO_SNDBUF of client sockets; -1 keeps the OS default."),
-    define("socket.receive.buffer.bytes", INT, 100 * 1024, HIGH,
-           "SO_RCVBUF of client sockets; -1 keeps the OS default."),
+           "SO_SNDBUF of client sockets; -1 keeps the OS default.", used=True),
+    # The OS's autotuned buffer by default: with Kafka's 100 KB the broker reads a large
+    # produce request in more, smaller pieces (acks=all produce measured 10% slower).
+    define("socket.receive.buffer.bytes", INT, -1, HIGH,
+           "SO_RCVBUF of client sockets; -1 keeps the OS default.", used=True,
+           kafka_default=100 * 1024),
     define("socket.request.max.bytes", INT, 100 * MIB, HIGH,
            "Largest request the broker reads; a bigger size prefix closes the connection.",
            at_least(1), used=True),

@@ -18,6 +18,7 @@ import asyncio
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -42,8 +43,16 @@ _connection_ids = itertools.count(1)
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, broker: Broker, dispatcher: Dispatcher, max_frame_size: int) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        dispatcher: Dispatcher,
+        max_frame_size: int,
+        buffer_sizes: tuple[int, int] = (-1, -1),
+    ) -> None:
         self._broker = broker
+        #: SO_SNDBUF and SO_RCVBUF to set (-1: the OS's), as socket.send/receive.buffer.bytes.
+        self._buffer_sizes = buffer_sizes
         self._dispatcher = dispatcher
         self._reader = FrameReader(max_frame_size)
         self._queue: deque[memoryview] = deque()
@@ -69,6 +78,12 @@ class KafkaConnection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         self._sender = FrameSender(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            options = (socket.SO_SNDBUF, socket.SO_RCVBUF)
+            for option, size in zip(options, self._buffer_sizes, strict=True):
+                if size > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, option, size)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._broker.connections.add(self)
@@ -234,9 +249,11 @@ class KafkaServer:
         *,
         max_frame_size: int,
         idle_timeout_ms: int,
+        buffer_sizes: tuple[int, int] = (-1, -1),
     ) -> None:
         self._broker = broker
         self._dispatcher = dispatcher
+        self._buffer_sizes = buffer_sizes
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
@@ -254,7 +271,9 @@ class KafkaServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self._broker, self._dispatcher, self._max_frame_size),
+            lambda: KafkaConnection(
+                self._broker, self._dispatcher, self._max_frame_size, self._buffer_sizes
+            ),
             self._host or None,
             self._port,
             reuse_address=True,

@@ -158,6 +158,11 @@ class BrokerConfig:
         """The typed value of a known key; KeyError for an unknown one."""
         return self.values[key]
 
+    def get_int(self, key: str, default: int) -> int:
+        """The value of an integer key; ``default`` for an unknown key or one not set."""
+        value = self.values.get(key)
+        return value if isinstance(value, int) else default
+
     def default_of(self, key: str) -> str | None:
         """The default of ``key`` as DescribeConfigs reports it."""
         if key == "log.dir":

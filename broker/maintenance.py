@@ -55,15 +55,9 @@ class Maintenance:
         self._tasks: list[asyncio.Task[None]] = []
         self._cleaner: asyncio.Task[None] | None = None
 
-    def _ms(self, key: str, default: int) -> int:
-        try:
-            value = self._broker.config.get(key)
-        except KeyError:
-            return default
-        return value if isinstance(value, int) else default
-
     def start(self) -> None:
-        broker, ms = self._broker, self._ms
+        broker = self._broker
+        ms = broker.config.get_int
         logs = broker.log_manager
         tasks = [
             _periodic("retention", ms("log.retention.check.interval.ms", 300_000), self._retention),

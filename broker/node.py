@@ -55,11 +55,6 @@ def new_cluster_id(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def _socket_buffer(config: BrokerConfig, key: str) -> int:
-    value = config.get(key)
-    return value if isinstance(value, int) else -1
-
-
 def _config_of(
     data_dir: str, node_id: int, host: str, port: int, num_partitions: int,
     replication_factor: int, auto_create: bool, max_request_bytes: int, idle_ms: int,
@@ -162,8 +157,8 @@ class Broker:
             # Sending, Kafka's 100 KB by default: larger buffers let a fetch response arrive
             # in bursts of megabytes, which cost the reader's kernel 8% more CPU per MB.
             buffer_sizes=(
-                _socket_buffer(self.config, "socket.send.buffer.bytes"),
-                _socket_buffer(self.config, "socket.receive.buffer.bytes"),
+                self.config.get_int("socket.send.buffer.bytes", -1),
+                self.config.get_int("socket.receive.buffer.bytes", -1),
             ),
         )
         self.data_arrived = asyncio.Event()

@@ -302,10 +302,6 @@ class LogManager:
             if name == topic and slot.log is not None:
                 slot.log.config = config
 
-    def delete_log(self, topic: str, partition: int) -> bool:
-        """:meth:`delete_logs` of one partition; False if not hosted."""
-        return self.delete_logs(topic, [partition]) == 1
-
     def delete_logs(self, topic: str, partitions: Iterable[int]) -> int:
         """Remove a topic's partitions: close each log, rename its directory to
         ``<topic>-<partition>.<id>-delete``, then make the renames durable and rewrite

@@ -242,7 +242,7 @@ def test_delete_log_renames_checkpoints_and_removes_later() -> None:
     produce(lm.get_or_create_log("t", 0), 2)
     produce(lm.get_or_create_log("t", 1), 2)
     lm.checkpoint_recovery_points()
-    assert lm.delete_log("t", 0) and not lm.delete_log("t", 0)
+    assert lm.delete_logs("t", [0]) == 1 and lm.delete_logs("t", [0]) == 0
     names = fs.listdir(D1)
     doomed = [n for n in names if n.endswith("-delete")]
     assert len(doomed) == 1 and doomed[0].startswith("t-0.") and "t-0" not in names
@@ -292,7 +292,7 @@ def test_delete_dirs_left_by_a_crash_are_removed() -> None:
     fs = MemFileSystem()
     lm = manager(fs)
     lm.get_or_create_log("t", 0)
-    lm.delete_log("t", 0)
+    lm.delete_logs("t", [0])
     fs.crash()
     lm = manager(fs)
     assert lm.partitions() == []

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,20 +139,22 @@ class Launcher:
     prepare_s: float = 0.0  # untimed preparation (Kafka's format step)
 
 
-def millpond_launcher(work: Path) -> Launcher:
+def millpond_launcher(work: Path, extra: Mapping[str, str] | None = None) -> Launcher:
     port = _free_port()
     command = [
         sys.executable, "-m", "millpond", "serve",
         "--override", f"log.dirs={work / 'data'}",
         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
     ]  # fmt: skip
+    for key, value in (extra or {}).items():
+        command += ["--override", f"{key}={value}"]
     return Launcher("millpond", port, command, work / "millpond.log")
 
 
-def kafka_launcher(work: Path, classpath: str) -> Launcher:
+def kafka_launcher(work: Path, classpath: str, extra: Mapping[str, str] | None = None) -> Launcher:
     ports = Ports.loopback()
     properties = work / "server.properties"
-    properties.write_text(server_properties(ports, work / "data", {}))
+    properties.write_text(server_properties(ports, work / "data", extra or {}))
     started = time.monotonic()
     args = ["format", "-t", "bench-startup-cluster-0", "-c", str(properties), "--standalone"]
     formatted = run_tool("kafka.tools.StorageTool", args, classpath=classpath)

@@ -3,6 +3,8 @@
 - Retention (``log.retention.check.interval.ms``): delete segments past
   ``retention.ms``/``retention.bytes`` and remove files whose ``file.delete.delay.ms`` has
   passed.
+- Deleted partitions (Kafka's kafka-delete-logs): their directories go as soon as the
+  broker's ``file.delete.delay.ms`` has passed, not minutes later with retention.
 - Flush (``log.flush.scheduler.interval.ms``): fsync logs whose ``flush.ms`` has passed.
 - Checkpoints (``log.flush.offset.checkpoint.interval.ms``,
   ``log.flush.start.offset.checkpoint.interval.ms``): recovery points and log starts.
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("millpond.broker")
 
+
+#: How long the deletion task sleeps at least when nothing waits and the delay is 0.
+IDLE_DELETION_CHECK_MS = 1000
 
 #: Intervals at or above this (Kafka's Long.MAX "never" defaults) schedule nothing.
 NEVER_MS = 2**40
@@ -79,6 +84,11 @@ class Maintenance:
             ),
         ]
         self._tasks = [task for task in tasks if task is not None]
+        self._tasks.append(
+            asyncio.get_running_loop().create_task(
+                self._delete_logs_forever(), name="millpond-delete-logs"
+            )
+        )
         if bool(broker.config.get("log.cleaner.enable")):
             backoff_ms = ms("log.cleaner.backoff.ms", 15_000)
             self._cleaner = asyncio.get_running_loop().create_task(
@@ -98,6 +108,22 @@ class Maintenance:
         logs.retention_pass()
         logs.delete_pending_logs()
         logs.checkpoint_log_start_offsets()
+
+    async def _delete_logs_forever(self) -> None:
+        broker = self._broker
+        logs = broker.log_manager
+        while True:
+            wait_ms = logs.next_log_deletion_ms()
+            if wait_ms is None:
+                # A partition deleted while this sleeps is due a whole delay after its
+                # deletion, so it is never late.
+                delay_ms = broker.config.log_config().file_delete_delay_ms
+                wait_ms = max(delay_ms, IDLE_DELETION_CHECK_MS)
+            await asyncio.sleep(wait_ms / 1000)
+            try:
+                logs.delete_pending_logs()
+            except Exception:  # noqa: BLE001 (one log line; the task tries again later)
+                log.exception("removing deleted partitions failed")
 
     async def _clean_forever(self, backoff_ms: int) -> None:
         while True:

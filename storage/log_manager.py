@@ -302,16 +302,22 @@ class LogManager:
             if name == topic and slot.log is not None:
                 slot.log.config = config
 
-    def delete_logs(self, topic: str, partitions: Iterable[int]) -> int:
+    def delete_logs(
+        self, topic: str, partitions: Iterable[int], delay_ms: int | None = None
+    ) -> int:
         """Remove a topic's partitions: close each log, rename its directory to
         ``<topic>-<partition>.<id>-delete``, then make the renames durable and rewrite
         the checkpoints once per log directory (not once per partition: a topic of
-        10,000 partitions would rewrite them 10,000 times). The files go after
-        file.delete.delay.ms (:meth:`retention_pass`, or at the next start-up if the
-        process stops first). Returns how many of them were hosted."""
+        10,000 partitions would rewrite them 10,000 times). The files go ``delay_ms``
+        later, by :meth:`delete_pending_logs` (or at the next start-up if the process
+        stops first). Kafka waits the broker's file.delete.delay.ms, not the topic's (the
+        topic is gone); without ``delay_ms``, ``default_config``'s. Returns how many of
+        them were hosted."""
         touched: list[_LogDir] = []
         deleted = 0
-        due = self._clock.monotonic_ms() + self.config_for(topic).file_delete_delay_ms
+        if delay_ms is None:
+            delay_ms = self.default_config.file_delete_delay_ms
+        due = self._clock.monotonic_ms() + delay_ms
         for partition in partitions:
             tp = (topic, partition)
             slot = self._slots.pop(tp, None)
@@ -337,6 +343,13 @@ class LogManager:
             self._fs.sync_dir(log_dir.path)
             self._checkpoint_dir(log_dir, recovery=True, log_start=True)
         return deleted
+
+    def next_log_deletion_ms(self) -> int | None:
+        """Milliseconds until the next deleted partition is due for removal (0: now), or
+        None when none waits."""
+        if not self._doomed:
+            return None
+        return max(0, min(due for due, _ in self._doomed) - self._clock.monotonic_ms())
 
     def delete_pending_logs(self) -> int:
         """Remove the directories of deleted partitions whose delay has passed."""

@@ -125,7 +125,8 @@ def handle(
                 else ErrorCode(r.error.code).message,
             )
         )
+    delay_ms = broker.config.log_config().file_delete_delay_ms
     for name, indexes in partitions.items():
         if broker.image.topic(name) is None:  # the removal is committed
-            broker.log_manager.delete_logs(name, indexes)
+            broker.log_manager.delete_logs(name, indexes, delay_ms)
     return DeleteTopicsResponse(responses=results)

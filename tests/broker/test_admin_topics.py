@@ -3,6 +3,8 @@ wire client: results, Kafka's error codes, and the logs they create and remove."
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import pytest
@@ -138,6 +140,23 @@ def test_delete_topics_by_name_removes_the_logs() -> None:
         }
         assert broker.image.topic("gone") is None
         assert broker.log_manager.partitions() == [("kept", 0)]
+
+
+def test_a_deleted_topics_files_go_after_the_brokers_delay() -> None:
+    """As Kafka's kafka-delete-logs task: the broker's file.delete.delay.ms (not the
+    topic's, nor the next retention pass five minutes later) decides when they go."""
+    config, _ = build_config({"log.segment.delete.delay.ms": "200"})
+    with running_broker(config=config) as broker:
+        client = Client(broker.port)
+        _create(client, _topic("gone", 2, file_delete_delay_ms="3600000"))
+        _delete(client, 5, topic_names=["gone"])
+        doomed = [n for n in os.listdir(broker.data_dir) if n.endswith("-delete")]
+        assert len(doomed) == 2
+        deadline = time.monotonic() + 30
+        while doomed and time.monotonic() < deadline:
+            time.sleep(0.02)  # polls a real condition, bounded
+            doomed = [n for n in os.listdir(broker.data_dir) if n.endswith("-delete")]
+        assert doomed == []
 
 
 def test_delete_topics_v6_by_id_and_its_errors() -> None:

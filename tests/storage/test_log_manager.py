@@ -257,6 +257,24 @@ def test_delete_log_renames_checkpoints_and_removes_later() -> None:
     assert log.log_end_offset == 0
 
 
+def test_deleted_logs_wait_the_delay_given() -> None:
+    c = ManualClock(T0)
+    lm = manager(MemFileSystem(), c, file_delete_delay_ms=60_000)
+    lm.get_or_create_log("t", 0)
+    lm.get_or_create_log("u", 0)
+    assert lm.next_log_deletion_ms() is None
+    lm.delete_logs("t", [0], delay_ms=500)
+    c.advance(100)
+    lm.delete_logs("u", [0])
+    assert lm.next_log_deletion_ms() == 400
+    c.advance(400)
+    assert lm.next_log_deletion_ms() == 0
+    assert lm.delete_pending_logs() == 1
+    assert lm.next_log_deletion_ms() == 59_600
+    c.advance(60_000)
+    assert lm.delete_pending_logs() == 1 and lm.next_log_deletion_ms() is None
+
+
 def test_deleting_a_topic_writes_each_directory_once() -> None:
     """All of a topic's partitions go in one pass: one directory sync for the renames and
     one rewrite of each checkpoint per log directory, whatever the partition count."""

@@ -11,9 +11,8 @@ Defaults are Kafka's except where a one-process broker needs its own: the listen
 ``process.roles`` is ``broker,controller``, the internal topics' replication factors are
 1, and the data directory is :data:`DEFAULT_DATA_DIR` (or ``$MILLPOND_DATA_DIR``).
 
-:func:`describe` (the broker resource) and :func:`describe_topic` build what
-DescribeConfigs answers; they live in :mod:`millpond.broker.config_defs_describe` and are
-re-exported here.
+What DescribeConfigs answers is built in :mod:`millpond.broker.config_defs_describe`,
+which loads with the first DescribeConfigs, not at start-up.
 """
 
 from __future__ import annotations
@@ -34,13 +33,6 @@ from millpond.broker.config_defs import (
     to_kafka_string,
     unknown_key_warning,
 )
-from millpond.broker.config_defs_describe import (
-    ConfigEntry,
-    ConfigSynonym,
-    describe,
-    describe_topic,
-    validate_topic_configs,
-)
 from millpond.broker.config_defs_listeners import (
     UNROUTABLE,
     Listener,
@@ -60,16 +52,11 @@ __all__ = [
     "DATA_DIR_ENV",
     "DEFAULT_DATA_DIR",
     "BrokerConfig",
-    "ConfigEntry",
     "ConfigError",
-    "ConfigSynonym",
     "Listener",
     "build_config",
     "default_data_dir",
-    "describe",
-    "describe_topic",
     "load_config",
-    "validate_topic_configs",
 ]
 
 #: The environment variable that moves the default data directory.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
@@ -39,6 +38,7 @@ from millpond.storage.config import ConfigError as LogConfigError
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, OsFileSystem, join
 from millpond.storage.log_manager import LogManager
+from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
     from millpond.broker.control.http import ControlServer
@@ -51,7 +51,7 @@ PLAINTEXT = 0  # Kafka's SecurityProtocol id
 
 def new_cluster_id(rng: random.Random) -> str:
     """A Kafka cluster id: a random UUID in Kafka's URL-safe base64 form."""
-    raw = uuid.UUID(int=rng.getrandbits(128), version=4).bytes
+    raw = as_uuid4(rng.getrandbits(128).to_bytes(16, "big"))
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 

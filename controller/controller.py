@@ -24,10 +24,9 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from millpond.controller import cluster_control, config_control, feature_control
-from millpond.controller import replication_control as replication
 from millpond.controller.cluster_control import (
     PRODUCER_ID_BLOCK_SIZE,
     BrokerRegistrationRequest,
@@ -43,17 +42,18 @@ from millpond.controller.image import (
     MetadataImage,
 )
 from millpond.controller.metadata_log import MetadataLog
-from millpond.controller.replication_control import (
-    CreatableTopic,
-    CreatePartitionsResult,
-    CreatePartitionsTopic,
-    CreateTopicResult,
-    DeleteTopicResult,
-    TopicDefaults,
-)
 from millpond.controller.results import ApiError, ControllerResult
 from millpond.storage.clock import Clock
 from millpond.storage.fs import FileSystem
+
+if TYPE_CHECKING:
+    from millpond.controller.replication_control import (
+        CreatableTopic,
+        CreatePartitionsResult,
+        CreatePartitionsTopic,
+        CreateTopicResult,
+        DeleteTopicResult,
+    )
 
 __all__ = ["ControllerConfig", "QuorumController"]
 
@@ -198,7 +198,11 @@ class QuorumController:
     def create_topics(
         self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
     ) -> ControllerResult[list[CreateTopicResult]]:
-        defaults = TopicDefaults(self.config.num_partitions, self.config.default_replication_factor)
+        from millpond.controller import replication_control as replication  # noqa: PLC0415
+
+        defaults = replication.TopicDefaults(
+            self.config.num_partitions, self.config.default_replication_factor
+        )
         return self._commit(
             replication.create_topics(
                 self._image, topics, validate_only=validate_only, rng=self._rng, defaults=defaults
@@ -208,11 +212,15 @@ class QuorumController:
     def delete_topics(
         self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
     ) -> ControllerResult[list[DeleteTopicResult]]:
+        from millpond.controller import replication_control as replication  # noqa: PLC0415
+
         return self._commit(replication.delete_topics(self._image, names, topic_ids))
 
     def create_partitions(
         self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
     ) -> ControllerResult[list[CreatePartitionsResult]]:
+        from millpond.controller import replication_control as replication  # noqa: PLC0415
+
         return self._commit(
             replication.create_partitions(
                 self._image, topics, validate_only=validate_only, rng=self._rng

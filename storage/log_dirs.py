@@ -26,7 +26,6 @@ Not thread-safe; owned by :class:`~millpond.storage.log_manager.LogManager`.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import NamedTuple
 
 from millpond.storage.checkpoints import (
@@ -46,6 +45,7 @@ from millpond.storage.names import (
     RECOVERY_POINT_CHECKPOINT_FILE,
     parse_partition_dir,
 )
+from millpond.storage.uuids import random_uuid4
 
 TopicPartition = tuple[str, int]
 
@@ -75,7 +75,7 @@ def ensure_meta_properties(
     a new one (with a fresh directory id) when the directory has none."""
     path = join(log_dir, META_PROPERTIES_FILE)
     if not fs.exists(path):
-        meta = MetaProperties(1, cluster_id, node_id, uuid.uuid4().bytes)
+        meta = MetaProperties(1, cluster_id, node_id, random_uuid4())
         write_meta_properties(fs, path, meta, written_at_ms=clock.now_ms())
         return meta
     meta = read_meta_properties(fs, path)
@@ -87,7 +87,7 @@ def ensure_meta_properties(
         raise LogDirError(f"{path}: node.id {meta.node_id} does not match this node {node_id}")
     if meta.version == 1 and meta.directory_id is None:
         # Kafka adds a directory id to a KRaft directory that lacks one.
-        meta = MetaProperties(1, meta.cluster_id, meta.node_id, uuid.uuid4().bytes)
+        meta = MetaProperties(1, meta.cluster_id, meta.node_id, random_uuid4())
         write_meta_properties(fs, path, meta, written_at_ms=clock.now_ms())
     return meta
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import random
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -67,6 +66,7 @@ from millpond.storage.names import (
     marked_partition_dir_name,
     partition_dir_name,
 )
+from millpond.storage.uuids import random_uuid4
 
 __all__ = ["InconsistentTopicIdError", "LogDirError", "LogManager", "TopicPartition"]
 
@@ -331,7 +331,7 @@ class LogManager:
             self.offline.pop(tp, None)
             doomed = join(
                 parent(slot.path),
-                marked_partition_dir_name(topic, partition, "delete", uuid.uuid4().hex),
+                marked_partition_dir_name(topic, partition, "delete", random_uuid4().hex()),
             )
             self._fs.rename(slot.path, doomed)
             self._doomed.append((due, doomed))

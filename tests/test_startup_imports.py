@@ -18,6 +18,11 @@ DEFERRED = [
     "http.server",  # with millpond.control.port only
     "millpond.cli",  # `millpond serve` does not even build the tools' parsers
     "millpond.storage.cleaner.clean",  # with the first cleaning pass
+    "uuid",  # it imports platform: ids come from millpond.storage.uuids
+    "millpond.broker.groups.coordinator",  # with the first group request
+    "millpond.broker.groups.records",  # with the first group or a replay of them
+    "millpond.controller.replication_control",  # with the first topic created or deleted
+    "millpond.broker.config_defs_describe",  # with the first DescribeConfigs
 ]
 
 
@@ -29,10 +34,19 @@ def _handlers() -> list[LazyHandler]:
 
 def test_a_broker_start_loads_none_of_what_it_defers() -> None:
     modules = DEFERRED + [f"millpond.broker.handlers.{h.module}" for h in _handlers()]
+    # A real start on a fresh data directory (which formats it), then a clean stop.
     code = (
-        "import contextlib, io, json, sys, millpond.__main__ as entry, millpond.broker.node\n"
+        "import asyncio, contextlib, io, json, sys, tempfile\n"
+        "import millpond.__main__ as entry\n"
+        "from millpond.broker.node import Broker\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    entry.main(['serve', '--help'])\n"
+        "async def run(data):\n"
+        "    broker = Broker(port=0, data_dir=data)\n"
+        "    await broker.start()\n"
+        "    await broker.stop()\n"
+        "with tempfile.TemporaryDirectory() as data:\n"
+        "    asyncio.run(run(data))\n"
         f"print(json.dumps([m for m in {modules!r} if m in sys.modules]))"
     )
     out = subprocess.run(

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from millpond.broker.groups import records
+from millpond.broker.groups import placement, records
 from millpond.broker.groups.classic import (
     ClassicGroup,
     GroupError,
@@ -1010,7 +1010,7 @@ class GroupCoordinator:
     # -- storage ---------------------------------------------------------------------------
 
     def _partition(self, group_id: str) -> int:
-        return records.partition_for(group_id, self.config.num_partitions)
+        return placement.partition_for(group_id, self.config.num_partitions)
 
     def _store_group(
         self, group: ClassicGroup, assignment: dict[str, bytes], *, members: bool = True

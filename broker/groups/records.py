@@ -7,9 +7,7 @@ Types: 0 and 1 are an offset commit (group, topic, partition), 2 is a classic gr
 metadata (members, generation, assignment). Later types (consumer, share and streams
 groups) are not ours to read: :func:`decode` returns None for them.
 
-Which partition holds a group is Kafka's rule, so a group keeps its partition when data
-moves between Kafka and millpond: Java's ``String.hashCode`` of the group id, made
-non-negative, modulo ``offsets.topic.num.partitions``.
+Which partition holds a group: :mod:`millpond.broker.groups.placement`.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from millpond.broker.groups.placement import OFFSETS_TOPIC
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.generated.group_coordinator.group_metadata_key import GroupMetadataKey
 from millpond.wire.generated.group_coordinator.group_metadata_value import GroupMetadataValue
@@ -24,7 +23,6 @@ from millpond.wire.generated.group_coordinator.offset_commit_key import OffsetCo
 from millpond.wire.generated.group_coordinator.offset_commit_value import OffsetCommitValue
 from millpond.wire.primitives import DECODE_FAILURES
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _INT16 = struct.Struct(">h")
 
 LEGACY_OFFSET_COMMIT = 0
@@ -35,21 +33,6 @@ GROUP_METADATA = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_EXPIRING_VALUE_VERSION = 1
 GROUP_METADATA_VALUE_VERSION = 3
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode()) % partitions``."""
-    h = 0
-    for unit in _utf16_units(group_id):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    if h >= 0x80000000:
-        h -= 1 << 32
-    return (h & 0x7FFFFFFF) % partitions
-
-
-def _utf16_units(text: str) -> list[int]:
-    data = text.encode("utf-16-be", "surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,14 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from millpond.broker.groups import records
-from millpond.broker.groups.coordinator import GroupConfig, GroupCoordinator, StorageError
-from millpond.controller.replication_control import CreatableTopic
+from millpond.broker.groups.placement import OFFSETS_TOPIC, partition_for
 from millpond.storage.log import Log
 from millpond.wire.errors import ErrorCode
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.records import NewRecord, build_batch, iter_batches
 
 if TYPE_CHECKING:
+    from millpond.broker.groups.coordinator import GroupCoordinator
     from millpond.broker.node import Broker
 
 log = logging.getLogger("millpond.groups")
@@ -42,10 +41,24 @@ LOAD_CHUNK = 1 << 20
 class GroupService:
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
-        config = broker.config
-        self.partitions = config.offsets_topic_num_partitions
-        self.coordinator = GroupCoordinator(
-            GroupConfig(
+        self.partitions = broker.config.offsets_topic_num_partitions
+        self._coordinator: GroupCoordinator | None = None
+        self._loaded: set[int] = set()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        """Built with the first group request or replay: a broker no group uses never
+        imports it (about 5% of start-up)."""
+        if self._coordinator is None:
+            from millpond.broker.groups.coordinator import (  # noqa: PLC0415
+                GroupConfig,
+                GroupCoordinator,
+            )
+
+            config = self._broker.config
+            group_config = GroupConfig(
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
@@ -53,19 +66,16 @@ class GroupService:
                 offset_metadata_max_bytes=config.offset_metadata_max_bytes,
                 offsets_retention_ms=config.offsets_retention_minutes * 60_000,
                 num_partitions=self.partitions,
-            ),
-            self._append,
-        )
-        self._loaded: set[int] = set()
-        self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+            )
+            self._coordinator = GroupCoordinator(group_config, self._append)
+        return self._coordinator
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._run_timers()))
-        topic = self._broker.image.topic(records.OFFSETS_TOPIC)
+        topic = self._broker.image.topic(OFFSETS_TOPIC)
         if topic is None:
             return  # created (empty, so nothing to load) when first needed
         self.partitions = len(topic.partitions)
@@ -93,23 +103,23 @@ class GroupService:
         NOT_COORDINATOR before ``__consumer_offsets`` exists (as Kafka: no partition, no
         coordinator; a client's FindCoordinator creates it first), and
         COORDINATOR_LOAD_IN_PROGRESS while the group's partition is replayed."""
-        if self._broker.image.topic(records.OFFSETS_TOPIC) is None:
+        if self._broker.image.topic(OFFSETS_TOPIC) is None:
             return ErrorCode.NOT_COORDINATOR
-        if records.partition_for(group_id, self.partitions) not in self._loaded:
+        if partition_for(group_id, self.partitions) not in self._loaded:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
     def loading(self) -> bool:
         """Whether some partition of an existing ``__consumer_offsets`` is still being
         replayed (what an answer about every group must wait for)."""
-        topic = self._broker.image.topic(records.OFFSETS_TOPIC)
+        topic = self._broker.image.topic(OFFSETS_TOPIC)
         return topic is not None and not self._loaded.issuperset(topic.partitions)
 
     def expire_offsets(self) -> int:
         """The periodic offset expiry (``offsets.retention.check.interval.ms``)."""
-        if self.loading():
+        if self.loading() or self._coordinator is None:
             return 0  # a group not replayed yet must not lose its offsets to a check
-        expired = self.coordinator.expire_offsets(self.now_ms())
+        expired = self._coordinator.expire_offsets(self.now_ms())
         self.poke()
         return expired
 
@@ -117,11 +127,13 @@ class GroupService:
         """Create ``__consumer_offsets`` if it does not exist, as Kafka does on the first
         group lookup: compacted, with the configured partitions, segment size and
         replication factor. A new topic has nothing to load."""
-        if self._broker.image.topic(records.OFFSETS_TOPIC) is not None:
+        if self._broker.image.topic(OFFSETS_TOPIC) is not None:
             return
+        from millpond.controller.replication_control import CreatableTopic  # noqa: PLC0415
+
         config = self._broker.config
         topic = CreatableTopic(
-            records.OFFSETS_TOPIC,
+            OFFSETS_TOPIC,
             self.partitions,
             min(config.offsets_topic_replication_factor, 1),
             configs={
@@ -132,28 +144,31 @@ class GroupService:
         )
         [result] = self._broker.controller.create_topics([topic]).response
         if result.error.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-            log.error("creating %s failed: %s", records.OFFSETS_TOPIC, result.error.message)
+            log.error("creating %s failed: %s", OFFSETS_TOPIC, result.error.message)
             return
         self._loaded = set(range(self.partitions))
 
     # -- storage ---------------------------------------------------------------------------
 
     def _append(self, partition: int, batch: Sequence[tuple[bytes, bytes | None]]) -> None:
-        topic = self._broker.image.topic(records.OFFSETS_TOPIC)
+        # The coordinator calls this, so its module is loaded.
+        from millpond.broker.groups.coordinator import StorageError  # noqa: PLC0415
+
+        topic = self._broker.image.topic(OFFSETS_TOPIC)
         if topic is None:
-            raise StorageError(f"{records.OFFSETS_TOPIC} does not exist")
+            raise StorageError(f"{OFFSETS_TOPIC} does not exist")
         now = self.now_ms()
         data = build_batch([NewRecord(key, value, timestamp=now) for key, value in batch])
         result = self._broker.replicas.append(topic, partition, memoryview(bytearray(data)))
         if result.error != ErrorCode.NONE:
             raise StorageError(
-                f"append to {records.OFFSETS_TOPIC}-{partition}: error {result.error.name} "
+                f"append to {OFFSETS_TOPIC}-{partition}: error {result.error.name} "
                 f"{result.message or ''}"
             )
 
     async def _load(self) -> None:
         """Replay every partition of the topic into the coordinator, in log order."""
-        topic = self._broker.image.topic(records.OFFSETS_TOPIC)
+        topic = self._broker.image.topic(OFFSETS_TOPIC)
         assert topic is not None
         started = self.now_ms()
         count = 0
@@ -164,10 +179,12 @@ class GroupService:
             self._loaded.add(partition)
         log.info(
             "loaded %d records of %s in %d ms: %d groups",
-            count, records.OFFSETS_TOPIC, self.now_ms() - started, len(self.coordinator.groups),
+            count, OFFSETS_TOPIC, self.now_ms() - started, len(self.coordinator.groups),
         )  # fmt: skip
 
     async def _load_partition(self, log_: Log, partition: int) -> int:
+        from millpond.broker.groups import records  # noqa: PLC0415 (loaded when needed)
+
         offset, end, count = log_.log_start_offset, log_.log_end_offset, 0
         while offset < end:
             fetched = log_.read(offset, LOAD_CHUNK)
@@ -184,7 +201,7 @@ class GroupService:
                     try:
                         decoded = records.decode(record.key, record.value)
                     except DecodeError as exc:
-                        topic = f"{records.OFFSETS_TOPIC}-{partition}"
+                        topic = f"{OFFSETS_TOPIC}-{partition}"
                         log.warning("%s: skipping a record at %d: %s", topic, record.offset, exc)
                         continue
                     if decoded is not None:
@@ -197,9 +214,13 @@ class GroupService:
 
     async def _run_timers(self) -> None:
         while True:
-            deadline = self.coordinator.next_deadline()
+            # Without a coordinator nothing has a deadline; the request that builds it
+            # pokes this awake.
+            coordinator = self._coordinator
+            deadline = None if coordinator is None else coordinator.next_deadline()
             timeout = None if deadline is None else max(deadline - self.now_ms(), 0) / 1000
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            self.coordinator.advance(self.now_ms())
+            if self._coordinator is not None:
+                self._coordinator.advance(self.now_ms())

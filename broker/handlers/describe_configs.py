@@ -28,14 +28,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from millpond.broker.config import (
-    BrokerConfig,
-    ConfigEntry,
-    build_config,
-    describe,
-    describe_topic,
-)
+from millpond.broker.config import BrokerConfig, build_config
 from millpond.broker.config_defs import TOPIC_SYNONYMS, ConfigError, ConfigSource
+from millpond.broker.config_defs_describe import ConfigEntry, describe, describe_topic
 from millpond.broker.context import RequestContext
 from millpond.controller.image import ConfigResource, ConfigResourceType
 from millpond.controller.replication_control import validate_topic_name

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
 from millpond.controller.image import MetadataImage, TopicImage
-from millpond.controller.replication_control import CreatableTopic
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.metadata_request import MetadataRequest
 from millpond.wire.generated.api.metadata_response import (
@@ -112,6 +111,8 @@ def _missing_topic(broker: Broker, name: str, allow_create: bool) -> MetadataRes
         return MetadataResponseTopic(
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
         )
+    from millpond.controller.replication_control import CreatableTopic  # noqa: PLC0415
+
     [result] = broker.controller.create_topics([CreatableTopic(name)]).response
     code = result.error.code
     if code != ErrorCode.INVALID_TOPIC_EXCEPTION:

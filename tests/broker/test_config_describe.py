@@ -6,18 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from millpond.broker.config import (
-    BrokerConfig,
+from millpond.broker.config import BrokerConfig, ConfigError, build_config, load_config
+from millpond.broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from millpond.broker.config_defs_describe import (
     ConfigEntry,
-    ConfigError,
     ConfigSynonym,
-    build_config,
     describe,
     describe_topic,
-    load_config,
     validate_topic_configs,
 )
-from millpond.broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 
 ENV = {"HOME": "/home/pond"}
 STATIC = ConfigSource.STATIC_BROKER_CONFIG

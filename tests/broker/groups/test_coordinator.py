@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from millpond.broker.groups import records
+from millpond.broker.groups import placement, records
 from millpond.broker.groups.classic import GroupState
 from millpond.wire.errors import ErrorCode
 
@@ -46,7 +46,7 @@ def test_two_members_join_sync_and_heartbeat() -> None:
         a.member_id: b"A",
         b.member_id: b"B",
     }
-    assert all(p == records.partition_for(GROUP, 50) for p, _, _ in h.log.records)
+    assert all(p == placement.partition_for(GROUP, 50) for p, _, _ in h.log.records)
 
 
 def test_a_new_member_triggers_a_rebalance_everyone_rejoins() -> None:

@@ -18,7 +18,6 @@ from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.config_defs_server import TRACE_FILE_KEY
 from millpond.broker.control import CONTROL_PORT_KEY
 from millpond.broker.control.clock import ControlledClock
-from millpond.broker.control.service import BrokerControl
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Dispatcher, Route
 from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
@@ -42,6 +41,7 @@ from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
     from millpond.broker.control.http import ControlServer
+    from millpond.broker.control.service import BrokerControl
     from millpond.broker.server import KafkaConnection
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
@@ -165,9 +165,7 @@ class Broker:
         self.replicas.on_append(self._wake_fetches)
         self.maintenance = Maintenance(self)
         self.groups = GroupService(self)
-        #: Fault injection, the clock, state: what ``millpond.testing`` and the HTTP
-        #: control endpoint (``millpond.control.port``) drive.
-        self.control = BrokerControl(self)
+        self._control: BrokerControl | None = None
         self.control_server: ControlServer | None = None
 
     @classmethod
@@ -218,6 +216,22 @@ class Broker:
     def _wake_fetches(self) -> None:
         self.data_arrived.set()
         self.data_arrived = asyncio.Event()
+
+    @property
+    def control(self) -> BrokerControl:
+        """Fault injection, the clock, state: what ``millpond.testing`` and the HTTP control
+        endpoint (``millpond.control.port``) drive. Built with their first call: a broker
+        nothing controls never loads it."""
+        if self._control is None:
+            from millpond.broker.control.service import BrokerControl  # noqa: PLC0415
+
+            self._control = BrokerControl(self)
+        return self._control
+
+    @property
+    def faults_armed(self) -> bool:
+        """Whether a fault rule may apply to a request (checked on every one)."""
+        return self._control is not None and bool(self._control.faults)
 
     @property
     def image(self) -> MetadataImage:

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from millpond.broker import trace as trace_outcomes
 from millpond.broker.context import RequestContext
-from millpond.broker.control.error_responses import error_response
-from millpond.broker.control.faults import FaultAction, FaultRule
 from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
 from millpond.broker.frame_sender import FrameSender
 from millpond.wire import DecodeError, Message
@@ -34,6 +32,7 @@ from millpond.wire.framing import FrameReader
 from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
+    from millpond.broker.control.faults import FaultRule
     from millpond.broker.node import Broker
 
 log = logging.getLogger("millpond.broker")
@@ -158,8 +157,8 @@ class KafkaConnection(asyncio.Protocol):
             trace.record(ctx, started, outcome, request, response)
 
     async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> Message | None:
-        control = self._broker.control
-        if control.faults:
+        if self._broker.faults_armed:
+            control = self._broker.control
             rule = control.faults.take(route.api_key, ctx.client_id, request, control.topic_name)
             if rule is not None:
                 return await self._inject(rule, route, ctx, request)
@@ -169,6 +168,10 @@ class KafkaConnection(asyncio.Protocol):
         self, rule: FaultRule, route: Route, ctx: RequestContext, request: Any
     ) -> Message | None:
         """Carry out a fault rule (:mod:`millpond.broker.control.faults`)."""
+        # Loaded with the first fault rule (by the control service), not at start-up.
+        from millpond.broker.control.error_responses import error_response  # noqa: PLC0415
+        from millpond.broker.control.faults import FaultAction  # noqa: PLC0415
+
         log.info(
             "fault rule %d: %s on %s v%d from %s (client %r)",
             rule.id, rule.action.value, route.name, ctx.api_version, self.peer, ctx.client_id,

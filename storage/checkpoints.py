@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Final, TypeVar
 
 from millpond.storage.fs import FileSystem, join, write_atomic
@@ -337,10 +337,10 @@ _MONTHS: Final = (
 def java_date_utc(epoch_ms: int) -> str:
     """``java.util.Date.toString()`` in UTC, e.g. ``Thu Jan 01 00:00:00 UTC 1970``: the
     date comment ``Properties.store`` writes."""
-    t = datetime.fromtimestamp(epoch_ms // 1000, tz=UTC)
+    t = time.gmtime(epoch_ms // 1000)
     return (
-        f"{_DAYS[t.weekday()]} {_MONTHS[t.month - 1]} {t.day:02d} "
-        f"{t.hour:02d}:{t.minute:02d}:{t.second:02d} UTC {t.year}"
+        f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} UTC {t.tm_year}"
     )
 
 

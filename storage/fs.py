@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -175,6 +174,8 @@ class OsFileSystem:
         os.unlink(path)
 
     def remove_tree(self, path: str) -> None:
+        import shutil  # noqa: PLC0415 (deleting a partition only)
+
         shutil.rmtree(path)
 
     def sync_dir(self, path: str) -> None:

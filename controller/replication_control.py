@@ -484,13 +484,20 @@ def create_partitions(
     validate_only: bool,
     rng: random.Random,
 ) -> ControllerResult[list[CreatePartitionsResult]]:
-    """CreatePartitions: grow topics to ``count`` partitions (never shrink)."""
+    """CreatePartitions: grow topics to ``count`` partitions (never shrink). Over Kafka's
+    bounds (10,000 new partitions, one record each, or 10,000 topics) the request fails
+    as a whole, every topic answered with the same error (in validation too), as Kafka
+    4.4's controller fails the operation."""
     results: list[CreatePartitionsResult] = []
     records: list[ApiMessageAndVersion] = []
     for request in topics:
         error, new = _create_partitions(image, request, rng)
         results.append(CreatePartitionsResult(request.name, error))
         records.extend(new)
+    if len(records) > MAX_RECORDS_PER_USER_OP or len(results) > MAX_RECORDS_PER_USER_OP:
+        return ControllerResult(
+            (), [CreatePartitionsResult(t.name, TOO_MANY_RECORDS) for t in topics]
+        )
     return ControllerResult(() if validate_only else tuple(records), results)
 
 

@@ -648,6 +648,41 @@ def create_partitions_grow(s: Session) -> None:
     metadata(s, "grow", label="now 3")
 
 
+@sequence
+def create_partitions_too_many_records(s: Session) -> None:
+    """Kafka's controller bounds an operation at 10,000 metadata records (one per new
+    partition) and 10,000 topic results, and fails the whole operation past either.
+    Validation only, as the answers are the same and a mistake would create 10,000
+    partitions."""
+    for name in ("cpbig", "cpa", "cpb"):
+        create_quiet(s, name, 1)
+    big = CreatePartitionsTopic(name=s.topic("cpbig"), count=10_002, assignments=None)
+    s.send(
+        CreatePartitionsRequest(topics=[big], timeout_ms=30000, validate_only=True),
+        3,
+        "10,001 new",
+    )
+    halves = [
+        CreatePartitionsTopic(name=s.topic(name), count=6_000, assignments=None)
+        for name in ("cpa", "cpb")
+    ]
+    s.send(
+        CreatePartitionsRequest(topics=halves, timeout_ms=30000, validate_only=True),
+        3,
+        "5,999 and 5,999 new",
+    )
+    ghosts = [
+        CreatePartitionsTopic(name=s.topic(f"ghost{i}"), count=2, assignments=None)
+        for i in range(10_001)
+    ]
+    s.send(
+        CreatePartitionsRequest(topics=ghosts, timeout_ms=30000, validate_only=True),
+        3,
+        "10,001 topics",
+    )
+    metadata(s, "cpbig", "cpa", "cpb", label="unchanged")
+
+
 # --- configs ---------------------------------------------------------------------------------
 
 

@@ -364,3 +364,59 @@ def test_create_partitions_validate_only_and_manual() -> None:
     topic = controller.image.topic("t")
     assert topic is not None and len(topic.partitions) == 2
     assert controller.image.cluster_id == CLUSTER_ID
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [10_002],  # 10,001 new partitions
+        [6_000, 6_000],  # 5,999 each
+        [6_000, 1, 5_003],  # 5,999, an error of its own, 5,002
+    ],
+)
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_partitions_over_kafkas_record_bound_fail_whole(
+    counts: list[int], validate_only: bool
+) -> None:
+    """As Kafka 4.4 (checked by the differential sequence): every topic gets
+    POLICY_VIOLATION and nothing is written."""
+    controller = running_node()
+    names = [f"t{i}" for i in range(len(counts))]
+    controller.create_topics([CreatableTopic(n, 1) for n in names])
+    result = controller.create_partitions(
+        [CreatePartitionsTopic(n, c) for n, c in zip(names, counts, strict=True)],
+        validate_only=validate_only,
+    )
+    assert result.records == ()
+    assert [(r.name, r.error.code, r.error.message) for r in result.response] == [
+        (n, ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+        for n in names
+    ]
+    for name in names:
+        topic = controller.image.topic(name)
+        assert topic is not None and len(topic.partitions) == 1
+
+
+def test_create_partitions_at_kafkas_record_bound_are_served() -> None:
+    controller = running_node()
+    controller.create_topics([CreatableTopic("a", 1), CreatableTopic("b", 1)])
+    result = controller.create_partitions(
+        [CreatePartitionsTopic("a", 6_000), CreatePartitionsTopic("b", 4_002)]
+    )
+    assert [r.error.code for r in result.response] == [ErrorCode.NONE, ErrorCode.NONE]
+    assert len(result.records) == 10_000
+
+
+def test_create_partitions_for_more_than_10_000_topics_fails_whole() -> None:
+    controller = running_node()
+    controller.create_topics([CreatableTopic("t", 1)])
+    topics = [CreatePartitionsTopic("t", 2)] + [
+        CreatePartitionsTopic(f"ghost{i}", 2) for i in range(10_000)
+    ]
+    result = controller.create_partitions(topics)
+    assert result.records == ()
+    assert {(r.error.code, r.error.message) for r in result.response} == {
+        (ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+    }
+    topic = controller.image.topic("t")
+    assert topic is not None and len(topic.partitions) == 1

@@ -34,6 +34,8 @@ log = logging.getLogger("millpond.broker")
 
 #: How long the deletion task sleeps at least when nothing waits and the delay is 0.
 IDLE_DELETION_CHECK_MS = 1000
+#: ... and at least between two passes (a frozen test clock must not make it spin).
+MIN_DELETION_WAIT_MS = 10
 
 #: Intervals at or above this (Kafka's Long.MAX "never" defaults) schedule nothing.
 NEVER_MS = 2**40
@@ -119,7 +121,7 @@ class Maintenance:
                 # deletion, so it is never late.
                 delay_ms = broker.config.log_config().file_delete_delay_ms
                 wait_ms = max(delay_ms, IDLE_DELETION_CHECK_MS)
-            await asyncio.sleep(wait_ms / 1000)
+            await asyncio.sleep(max(wait_ms, MIN_DELETION_WAIT_MS) / 1000)
             try:
                 logs.delete_pending_logs()
             except Exception:  # noqa: BLE001 (one log line; the task tries again later)

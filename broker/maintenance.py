@@ -107,8 +107,7 @@ class Maintenance:
 
     def _retention(self) -> None:
         logs = self._broker.log_manager
-        logs.retention_pass()
-        logs.delete_pending_logs()
+        logs.retention_pass()  # removals of deleted partitions that are due included
         logs.checkpoint_log_start_offsets()
 
     async def _delete_logs_forever(self) -> None:

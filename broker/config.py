@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
+from typing import NamedTuple
 
 from millpond.broker.config_defs import (
     BROKER_CONFIGS,
@@ -74,8 +74,7 @@ def default_data_dir(env: Mapping[str, str] | None = None) -> str:
     return str(Path(chosen).absolute())
 
 
-@dataclass(frozen=True)
-class BrokerConfig:
+class BrokerConfig(NamedTuple):
     """What the broker reads, typed. Field ``a_b_c`` is Kafka's ``a.b.c`` unless noted;
     :meth:`get` returns any known key's typed value, defaults included."""
 
@@ -135,9 +134,9 @@ class BrokerConfig:
     producer_id_expiration_ms: int
     #: The static configuration as given (file, then overrides; raw strings): the
     #: STATIC_BROKER_CONFIG layer of DescribeConfigs, unknown keys included.
-    static: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
+    static: Mapping[str, str] = MappingProxyType({})
     #: Every known key's typed value, defaults included.
-    values: Mapping[str, Value] = field(default_factory=dict, hash=False, repr=False)
+    values: Mapping[str, Value] = MappingProxyType({})
     #: The default ``log.dir`` that applied (see :func:`default_data_dir`).
     default_log_dir: str = ""
 
@@ -176,7 +175,7 @@ class BrokerConfig:
 
     def log_config(self, topic_configs: Mapping[str, str] | None = None) -> LogConfig:
         """The LogConfig of a topic: its own configs over the broker's topic defaults."""
-        known = {f.name.replace("_", ".") for f in fields(LogConfig)} | OTHER_TOPIC_CONFIGS
+        known = {name.replace("_", ".") for name in LogConfig._fields} | OTHER_TOPIC_CONFIGS
         base = {k: v for k, v in self.topic_defaults().items() if k in known}
         base.update({k: v for k, v in (topic_configs or {}).items() if k in known})
         return LogConfig.from_properties(base)
@@ -192,9 +191,9 @@ _DERIVED_FIELDS = {
     "process_roles",
 }
 _SIMPLE_FIELDS = tuple(
-    f.name
-    for f in fields(BrokerConfig)
-    if f.name.replace("_", ".") in BROKER_CONFIGS and f.name not in _DERIVED_FIELDS
+    name
+    for name in BrokerConfig._fields
+    if name.replace("_", ".") in BROKER_CONFIGS and name not in _DERIVED_FIELDS
 )
 
 

@@ -9,7 +9,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from millpond.broker.config_defs import SECURITY_PROTOCOLS, ConfigError, Value
 
@@ -23,8 +23,7 @@ UNROUTABLE = "0.0.0.0"  # noqa: S104 (compared against, never bound)
 _LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
+class Listener(NamedTuple):
     """One ``NAME://host:port`` entry. ``host`` is ``""`` for Kafka's wildcard (every
     interface: ``PLAINTEXT://:9092``); ``0.0.0.0`` and ``::`` are kept as written."""
 
@@ -41,7 +40,7 @@ class Listener:
     def resolved(self) -> Listener:
         """The listener as advertised: a wildcard host becomes this machine's fully
         qualified name, as Kafka advertises the local canonical host name."""
-        return self if self.host else replace(self, host=socket.getfqdn())
+        return self if self.host else self._replace(host=socket.getfqdn())
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host

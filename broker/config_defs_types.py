@@ -23,8 +23,8 @@ import enum
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import NamedTuple
 
 from millpond.storage import config as _storage_config
 
@@ -162,8 +162,7 @@ def int_levels(low: int, high: int, *extra: int) -> Validator:
 _NO_DEFAULT = "\0no-default"
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigDefinition:
+class ConfigDefinition(NamedTuple):
     """One Kafka configuration key. ``default`` is the string DescribeConfigs reports for
     the default (None for a null default); ``kafka_default`` is Kafka's own default where
     millpond's differs."""
@@ -176,7 +175,7 @@ class ConfigDefinition:
     validator: Validator | None = None
     used: bool = False
     dynamic: bool = False
-    kafka_default: str | None = field(default=_NO_DEFAULT)
+    kafka_default: str | None = _NO_DEFAULT
 
     @property
     def documentation(self) -> str:

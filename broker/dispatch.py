@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from millpond.broker.context import RequestContext
 from millpond.wire import (
@@ -40,8 +39,7 @@ HandlerResult = Message | Awaitable[Message | None] | None
 Handler = Callable[["Broker", RequestContext, Any], HandlerResult]
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     api_key: int
     min_version: int
     max_version: int

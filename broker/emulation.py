@@ -28,7 +28,6 @@ have served it). 4.0 and 4.4 are emulated exactly.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -114,9 +113,5 @@ def emulate(routes: Iterable[Route], release: object) -> tuple[Route, ...]:
             low = max(low, floor)  # versions removed from the specs (KIP-896): not served
         else:
             served_min = max(served_min, floor)
-        out.append(
-            dataclasses.replace(
-                route, min_version=low, max_version=high, served_min_version=served_min
-            )
-        )
+        out.append(route._replace(min_version=low, max_version=high, served_min_version=served_min))
     return tuple(out)

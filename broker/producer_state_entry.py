@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from millpond.storage.producer_snapshots import ProducerEntry
 
@@ -64,8 +63,7 @@ def in_sequence(last_sequence: int, next_sequence: int) -> bool:
     return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == INT32_MAX)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
     """One retained batch, as Kafka keeps it: the first sequence and offset are derived
     from the last ones and ``offset_delta`` (so the snapshot's single batch carries
     enough to answer a retry with the original offsets)."""

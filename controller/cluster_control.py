@@ -23,7 +23,7 @@ was handed out and a restart never hands out an id twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from millpond.controller.image import BrokerEndpoint, MetadataImage
 from millpond.controller.record_serde import with_version
@@ -59,8 +59,7 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 _LONG_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationRequest:
+class BrokerRegistrationRequest(NamedTuple):
     broker_id: int
     cluster_id: str
     incarnation_id: bytes
@@ -71,14 +70,12 @@ class BrokerRegistrationRequest:
     log_dirs: Sequence[bytes] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationResult:
+class BrokerRegistrationResult(NamedTuple):
     error: ApiError
     broker_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerIdsBlock:
+class ProducerIdsBlock(NamedTuple):
     error: ApiError
     producer_id_start: int = -1
     producer_id_len: int = 0

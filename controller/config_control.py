@@ -19,8 +19,8 @@ reads). Pure functions of the image.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from millpond.controller.image import ConfigResource, ConfigResourceType, MetadataImage
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
@@ -55,15 +55,13 @@ class AlterConfigOp(IntEnum):
     SUBTRACT = 3
 
 
-@dataclass(frozen=True, slots=True)
-class AlterableConfig:
+class AlterableConfig(NamedTuple):
     name: str
     op: int
     value: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class AlterConfigsResource:
+class AlterConfigsResource(NamedTuple):
     resource_type: int
     resource_name: str
     #: For incremental_alter_configs: AlterableConfig ops; for alter_configs the ``op``

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from millpond.controller import cluster_control, config_control, feature_control
 from millpond.controller.cluster_control import (
@@ -60,20 +59,15 @@ __all__ = ["ControllerConfig", "QuorumController"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerConfig:
+class ControllerConfig(NamedTuple):
     """The controller's settings, under Kafka's names where there is one."""
 
     node_id: int  # node.id
     cluster_id: str  # from meta.properties
     num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
-    supported_features: Mapping[str, tuple[int, int]] = field(
-        default_factory=lambda: dict(feature_control.SUPPORTED_FEATURES)
-    )
-    bootstrap_features: Mapping[str, int] = field(
-        default_factory=lambda: dict(feature_control.BOOTSTRAP_FEATURES)
-    )
+    supported_features: Mapping[str, tuple[int, int]] = feature_control.SUPPORTED_FEATURES
+    bootstrap_features: Mapping[str, int] = feature_control.BOOTSTRAP_FEATURES
 
 
 class QuorumController:

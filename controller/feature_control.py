@@ -15,8 +15,8 @@ by Kafka 4.1 and later, so Kafka's tools can read our log.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from millpond.controller.image import MetadataImage
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
@@ -56,8 +56,7 @@ class FeatureUpgradeType(IntEnum):
     UNSAFE_DOWNGRADE = 3
 
 
-@dataclass(frozen=True, slots=True)
-class FeatureUpdate:
+class FeatureUpdate(NamedTuple):
     feature: str
     max_version_level: int
     upgrade_type: int = FeatureUpgradeType.UPGRADE

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from millpond.controller.image import MetadataDelta, MetadataImage
 from millpond.controller.record_serde import (
@@ -102,8 +102,7 @@ def metadata_log_config() -> LogConfig:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
+class ReplayResult(NamedTuple):
     image: MetadataImage
     #: Records skipped with a warning (unknown or irrelevant types).
     skipped_records: int

@@ -9,8 +9,7 @@ requests and failures simply return no records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.wire.errors import ErrorCode
@@ -20,8 +19,7 @@ __all__ = ["ApiError", "ControllerResult"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class ApiError:
+class ApiError(NamedTuple):
     """A Kafka error code with the message Kafka would put beside it (None: no message)."""
 
     code: ErrorCode
@@ -39,7 +37,6 @@ class ApiError:
 NO_ERROR = ApiError(ErrorCode.NONE)
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerResult(Generic[T]):
+class ControllerResult(NamedTuple, Generic[T]):
     records: tuple[ApiMessageAndVersion, ...]
     response: T

@@ -39,8 +39,7 @@ import base64
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from millpond.storage.fs import FileSystem, join, write_atomic
 from millpond.storage.names import PARTITION_METADATA_FILE
@@ -286,25 +285,39 @@ def write_partition_metadata(fs: FileSystem, partition_dir: str, topic_id: bytes
 # -- meta.properties ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class MetaProperties:
+class _MetaFields(NamedTuple):
+    version: int
+    cluster_id: str | None
+    node_id: int | None
+    directory_id: bytes | None
+
+
+class MetaProperties(_MetaFields):
     """The identity of a log directory. Version 1 (KRaft) requires ``cluster_id`` and
     ``node_id``; version 0 (ZooKeeper era) stored the node id as ``broker.id``."""
 
-    version: int = 1
-    cluster_id: str | None = None
-    node_id: int | None = None
-    directory_id: bytes | None = None
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if self.version not in (0, 1):
-            raise ValueError(f"meta.properties has no version {self.version}")
-        if self.version == 1 and (self.cluster_id is None or self.node_id is None):
+    def __new__(
+        cls,
+        version: int = 1,
+        cluster_id: str | None = None,
+        node_id: int | None = None,
+        directory_id: bytes | None = None,
+    ) -> MetaProperties:
+        if version not in (0, 1):
+            raise ValueError(f"meta.properties has no version {version}")
+        if version == 1 and (cluster_id is None or node_id is None):
             raise ValueError("meta.properties version 1 needs cluster.id and node.id")
-        if self.node_id is not None:
-            _check(self.node_id, _INT32, "node.id")
-        if self.directory_id is not None and len(self.directory_id) != 16:
+        if node_id is not None:
+            _check(node_id, _INT32, "node.id")
+        if directory_id is not None and len(directory_id) != 16:
             raise ValueError("directory.id is a 16-byte Uuid")
+        return super().__new__(cls, version, cluster_id, node_id, directory_id)
+
+    def _replace(self, **changes: Any) -> MetaProperties:
+        """A copy with ``changes``, validated as a new one is."""
+        return MetaProperties(*super()._replace(**changes))
 
     def to_properties(self) -> dict[str, str]:
         props = {"version": str(self.version)}

@@ -2,7 +2,7 @@
 
 A :class:`LogConfig` is immutable: a config change (IncrementalAlterConfigs) builds a new
 one and hands it to the log, so a roll or retention pass never sees half an update.
-Validation happens in ``__post_init__`` (so every construction path is checked) and every
+Validation happens in ``__new__`` and ``_replace`` (so every construction path is checked) and every
 error names the Kafka key, because that name is what an operator typed.
 
 Flush policy (what each setting guarantees; see :meth:`millpond.storage.log.Log.append`):
@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -74,32 +73,89 @@ def _key(name: str) -> str:
     return name.replace("_", ".")
 
 
-@dataclass(frozen=True, slots=True)
-class LogConfig:
-    """The settings a partition log obeys. Field ``a_b`` is Kafka's ``a.b``."""
+class _LogSettings(NamedTuple):
+    """LogConfig's fields; LogConfig adds the defaults and validation."""
 
-    segment_bytes: int = 1024 * 1024 * 1024
-    segment_ms: int = 7 * DAY_MS
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10 * 1024 * 1024
-    index_interval_bytes: int = 4096
-    retention_ms: int = 7 * DAY_MS
-    retention_bytes: int = -1
-    cleanup_policy: tuple[str, ...] = ("delete",)
-    delete_retention_ms: int = DAY_MS
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    file_delete_delay_ms: int = 60_000
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    max_message_bytes: int = 1024 * 1024 + 12
-    message_timestamp_type: str = "CreateTime"
+    segment_bytes: int
+    segment_ms: int
+    segment_jitter_ms: int
+    segment_index_bytes: int
+    index_interval_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    cleanup_policy: tuple[str, ...]
+    delete_retention_ms: int
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    file_delete_delay_ms: int
+    flush_messages: int
+    flush_ms: int
+    max_message_bytes: int
+    message_timestamp_type: str
     #: How far a CreateTime record may lie in the past / future (else INVALID_TIMESTAMP).
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = 3_600_000
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
 
-    def __post_init__(self) -> None:
+
+class LogConfig(_LogSettings):
+    """The settings a partition log obeys. Field ``a_b`` is Kafka's ``a.b``; the defaults
+    are Kafka's."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        segment_bytes: int = 1024 * 1024 * 1024,
+        segment_ms: int = 7 * DAY_MS,
+        segment_jitter_ms: int = 0,
+        segment_index_bytes: int = 10 * 1024 * 1024,
+        index_interval_bytes: int = 4096,
+        retention_ms: int = 7 * DAY_MS,
+        retention_bytes: int = -1,
+        cleanup_policy: tuple[str, ...] = ("delete",),
+        delete_retention_ms: int = DAY_MS,
+        min_cleanable_dirty_ratio: float = 0.5,
+        min_compaction_lag_ms: int = 0,
+        max_compaction_lag_ms: int = LONG_MAX,
+        file_delete_delay_ms: int = 60_000,
+        flush_messages: int = LONG_MAX,
+        flush_ms: int = LONG_MAX,
+        max_message_bytes: int = 1024 * 1024 + 12,
+        message_timestamp_type: str = "CreateTime",
+        message_timestamp_before_max_ms: int = LONG_MAX,
+        message_timestamp_after_max_ms: int = 3_600_000,
+    ) -> LogConfig:
+        self = super().__new__(
+            cls,
+            segment_bytes,
+            segment_ms,
+            segment_jitter_ms,
+            segment_index_bytes,
+            index_interval_bytes,
+            retention_ms,
+            retention_bytes,
+            cleanup_policy,
+            delete_retention_ms,
+            min_cleanable_dirty_ratio,
+            min_compaction_lag_ms,
+            max_compaction_lag_ms,
+            file_delete_delay_ms,
+            flush_messages,
+            flush_ms,
+            max_message_bytes,
+            message_timestamp_type,
+            message_timestamp_before_max_ms,
+            message_timestamp_after_max_ms,
+        )
+        self._validate()
+        return self
+
+    def _replace(self, **changes: Any) -> LogConfig:
+        """A copy with ``changes``, validated as a new config is."""
+        return LogConfig(*super()._replace(**changes))
+
+    def _validate(self) -> None:
         for name, (low, high) in _RANGES.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -167,15 +223,13 @@ class LogConfig:
                 raise ConfigError(key, "unknown topic config")
             values[name] = parser(key, raw)
         start = base or cls()
-        merged = {f.name: values.get(f.name, getattr(start, f.name)) for f in fields(cls)}
-        return cls(**merged)
+        return start._replace(**values)
 
     def to_properties(self) -> dict[str, str]:
         """The settings as Kafka config strings (DescribeConfigs' values)."""
         out: dict[str, str] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            out[_key(f.name)] = ",".join(value) if isinstance(value, tuple) else str(value)
+        for name, value in zip(self._fields, self, strict=True):
+            out[_key(name)] = ",".join(value) if isinstance(value, tuple) else str(value)
         return out
 
 

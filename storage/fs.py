@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 Buffer = bytes | bytearray | memoryview
@@ -192,17 +191,21 @@ class OsFileSystem:
 # -- the in-memory file system with faults -------------------------------------------------
 
 
-@dataclass
 class _MemData:
-    content: bytearray = field(default_factory=bytearray)
-    synced: bytes = b""
+    __slots__ = ("content", "synced")
+
+    def __init__(self) -> None:
+        self.content = bytearray()
+        self.synced = b""
 
 
-@dataclass
 class _Fault:
-    operation: str
-    matches: Callable[[str], bool]
-    error: OSError
+    __slots__ = ("error", "matches", "operation")
+
+    def __init__(self, operation: str, matches: Callable[[str], bool], error: OSError) -> None:
+        self.operation = operation
+        self.matches = matches
+        self.error = error
 
 
 class MemFile:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from millpond.storage.checkpoints import (
     read_partition_metadata,
@@ -77,29 +76,55 @@ class InconsistentTopicIdError(Exception):
     """INCONSISTENT_TOPIC_ID: the partition on disk belongs to another topic id."""
 
 
-@dataclass(slots=True)
 class _LogDir:
-    path: str
-    directory_id: bytes | None
-    had_clean_shutdown: bool
-    clean_shutdown_broker_epoch: int | None
-    #: How many partitions it holds (a new log goes to the directory holding the fewest).
-    hosted: int = 0
-    written_recovery_points: dict[TopicPartition, int] | None = None
-    written_log_starts: dict[TopicPartition, int] | None = None
+    __slots__ = (
+        "clean_shutdown_broker_epoch",
+        "directory_id",
+        "had_clean_shutdown",
+        "hosted",
+        "path",
+        "written_log_starts",
+        "written_recovery_points",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        directory_id: bytes | None,
+        had_clean_shutdown: bool,
+        clean_shutdown_broker_epoch: int | None,
+    ) -> None:
+        self.path = path
+        self.directory_id = directory_id
+        self.had_clean_shutdown = had_clean_shutdown
+        self.clean_shutdown_broker_epoch = clean_shutdown_broker_epoch
+        #: How many partitions it holds (a new log goes to the directory holding the fewest).
+        self.hosted = 0
+        self.written_recovery_points: dict[TopicPartition, int] | None = None
+        self.written_log_starts: dict[TopicPartition, int] | None = None
 
 
-@dataclass(slots=True)
 class _Slot:
     """A hosted partition: where it lives and, until its log is opened, the offsets the
     checkpoints had for it."""
 
-    log_dir: _LogDir
-    path: str
-    recovery_point: int
-    log_start_offset: int
-    log: Log | None = None
-    topic_id: bytes | None = None
+    __slots__ = ("log", "log_dir", "log_start_offset", "path", "recovery_point", "topic_id")
+
+    def __init__(
+        self,
+        log_dir: _LogDir,
+        path: str,
+        recovery_point: int,
+        log_start_offset: int,
+        log: Log | None = None,
+        topic_id: bytes | None = None,
+    ) -> None:
+        self.log_dir = log_dir
+        self.path = path
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self.log = log
+        self.topic_id = topic_id
 
 
 class LogManager:

@@ -8,8 +8,8 @@ for loading ninety.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from functools import cache
+from typing import NamedTuple
 
 from millpond.wire.generated.api import SPECS, ApiKey
 from millpond.wire.message import Message, SpecInfo
@@ -24,8 +24,7 @@ def load_message_class(module: str, name: str) -> type[Message]:
     return cls
 
 
-@dataclass(frozen=True)
-class ApiInfo:
+class ApiInfo(NamedTuple):
     """One API as the specs define it (not what a broker chooses to serve)."""
 
     key: int
@@ -35,16 +34,16 @@ class ApiInfo:
     flexible_min: int | None
     listeners: tuple[str, ...]
     latest_version_unstable: bool
-    _request: SpecInfo = field(repr=False)
-    _response: SpecInfo = field(repr=False)
+    request_spec: SpecInfo
+    response_spec: SpecInfo
 
     @property
     def request_class(self) -> type[Message]:
-        return load_message_class(self._request.module, self._request.name)
+        return load_message_class(self.request_spec.module, self.request_spec.name)
 
     @property
     def response_class(self) -> type[Message]:
-        return load_message_class(self._response.module, self._response.name)
+        return load_message_class(self.response_spec.module, self.response_spec.name)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -79,8 +78,8 @@ def _build() -> dict[int, ApiInfo]:
             flexible_min=None if flexible is None else flexible[0],
             listeners=request.listeners,
             latest_version_unstable=request.latest_version_unstable,
-            _request=request,
-            _response=responses[key],
+            request_spec=request,
+            response_spec=responses[key],
         )
     return apis
 

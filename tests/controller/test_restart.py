@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
@@ -63,7 +62,7 @@ def test_a_restarted_controller_continues_from_the_log() -> None:
     after = restarted.image
     assert restarted.epoch == 1 and after.epoch == 1
     assert after.offset == before.offset + 1  # the new epoch's LeaderChangeMessage
-    assert replace(after, offset=before.offset, epoch=before.epoch) == before
+    assert after._replace(offset=before.offset, epoch=before.epoch) == before
     assert restarted.skipped_records == 0
     # The restarted node registers again (a new incarnation) and keeps working.
     registered = restarted.register_broker(NODE_ID, [])
@@ -112,7 +111,7 @@ def test_crash_after_an_unflushed_append_loses_it_consistently(seed: int | None)
     else:  # the whole batch happened to reach the disk: then it is there in full
         assert len(image.topic("lost").partitions) == 1  # type: ignore[union-attr]
     restarted = open_controller(fs)
-    assert replace(restarted.image, offset=image.offset, epoch=image.epoch) == image
+    assert restarted.image._replace(offset=image.offset, epoch=image.epoch) == image
 
 
 def test_deterministic_under_a_seed() -> None:

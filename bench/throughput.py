@@ -158,6 +158,13 @@ ROWS = [
     Row("produce-100-8-1-msgs", "produce 100 B values, 8 partitions, acks=1", "k msg/s", True),
     Row("consume-cold", "consume, cold page cache", "MB/s", True, "throughput"),
     Row("consume-warm", "consume, warm page cache", "MB/s", True, "throughput"),
+    Row(
+        "consume-warm-large",
+        "consume, warm, fetches of 8 MiB per partition (50 MiB responses)",
+        "MB/s",
+        True,
+        "throughput",
+    ),
     # The reader's own CPU (librdkafka, user and kernel) on the same bytes: what bounds the
     # warm read when the broker is mostly idle.
     Row("consume-warm-client-cpu", "consume, warm: load generator CPU per MB read", "ms", False),
@@ -455,7 +462,26 @@ def evict(data: Path, topic: str) -> int:
 
 
 #: Warm reads per run in (c); the run's figure is their median.
-WARM_READS = 3
+WARM_READS = 5
+
+
+def _cpu_ms_per_mb(reads: list[dict[str, Any]]) -> list[float]:
+    return [r["cpu_s"] * 1000 / (r["mb_s"] * r["seconds"]) for r in reads]
+
+
+def _add_warm(
+    results: Results, key: str, broker: str, run: int, reads: list[dict[str, Any]]
+) -> None:
+    """The median of ``reads``; every read's rate, reader CPU and page faults as a note."""
+    results.add(key, broker, statistics.median(r["mb_s"] for r in reads))
+    each = ", ".join(
+        f"{r['mb_s']:.0f} ({cpu:.2f} ms/MB, {r['page_faults'] // 1000}k faults)"
+        for r, cpu in zip(reads, _cpu_ms_per_mb(reads), strict=True)
+    )
+    results.notes.append(
+        f"{broker} {key} run {run}: {reads[0]['messages']:,} messages per read; MB/s (reader "
+        f"CPU per MB, reader page faults) of each: {each}"
+    )
 
 
 def run_consume(broker: Running, run: int, settings: Settings, results: Results) -> None:
@@ -487,17 +513,13 @@ def run_consume(broker: Running, run: int, settings: Settings, results: Results)
             f"{filled['messages']:,} messages, {resident:,} bytes of the topic resident after "
             f"eviction, {cold['mb_s']:.1f} MB/s"
         )
-    # One warm read varies by 25% on the same broker here (527-670 MB/s, 8 reads measured),
-    # more than the difference in question: each run takes the median of a few.
+    # One warm read varies by 10-25% on the same broker here, more than the difference in
+    # question: each run takes the median of a few.
     warm = [loadgen(read, 900) for _ in range(WARM_READS)]
-    rates = [w["mb_s"] for w in warm]
-    results.add("consume-warm", broker.name, statistics.median(rates))
-    cpu_ms_per_mb = [w["cpu_s"] * 1000 / (w["mb_s"] * w["seconds"]) for w in warm]
-    results.add("consume-warm-client-cpu", broker.name, statistics.median(cpu_ms_per_mb))
-    results.notes.append(
-        f"{broker.name} consume-warm run {run}: {warm[0]['messages']:,} messages per read, "
-        f"{', '.join(f'{r:.1f}' for r in rates)} MB/s"
-    )
+    _add_warm(results, "consume-warm", broker.name, run, warm)
+    results.add("consume-warm-client-cpu", broker.name, statistics.median(_cpu_ms_per_mb(warm)))
+    large = [loadgen(read | {"large_fetches": True}, 900) for _ in range(WARM_READS)]
+    _add_warm(results, "consume-warm-large", broker.name, run, large)
     out = kafka_tool(
         settings,
         "ConsumerPerformance",
@@ -761,7 +783,13 @@ WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] =
 ]
 KEYS_OF = {
     "produce": [r.key for r in ROWS if r.key.startswith("produce")] + ["perf-produce"],
-    "consume": ["consume-cold", "consume-warm", "consume-warm-client-cpu", "perf-consume"],
+    "consume": [
+        "consume-cold",
+        "consume-warm",
+        "consume-warm-large",
+        "consume-warm-client-cpu",
+        "perf-consume",
+    ],
     "latency": ["latency-p50", "latency-p99", "latency-p999"],
     "group": ["group"],
     "connections": ["conn-open", "conn-rss", "conn-produce"],
@@ -901,9 +929,11 @@ def report(
         "millpond's median over the peer's, both from this run. Load: confluent-kafka in a "
         f"separate process per measurement; produce {args.produce_s:g} s per figure "
         f"(linger.ms=5, batch.size 1 MiB, no idempotence, partitions round-robin); consume "
-        f"{args.consume_mib} MiB of 1 KiB values over 8 partitions, assigned from the start "
+        f"{args.consume_mib} MiB of 1 KiB values over 8 partitions, assigned from the start, "
+        "with the client's fetch sizes (1 MiB per partition) "
         "(cold: the topic's files fdatasync'ed and evicted with POSIX_FADV_DONTNEED first; "
-        f"warm: read {WARM_READS} more times, the median taken); latency: 1 KiB values at "
+        f"warm: read {WARM_READS} more times, the median taken; then {WARM_READS} times "
+        "with 8 MiB per partition and 50 MiB per fetch); latency: 1 KiB values at "
         f"{args.latency_rate:,}/s for "
         f"{args.latency_s:g} s to one partition, acks=all, linger.ms=5 (the clients' "
         f"default), the first {min(2.0, args.latency_s / 4):g} s dropped, send time stamped "

@@ -116,15 +116,13 @@ class _Slot:
         path: str,
         recovery_point: int,
         log_start_offset: int,
-        log: Log | None = None,
-        topic_id: bytes | None = None,
     ) -> None:
         self.log_dir = log_dir
         self.path = path
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
-        self.log = log
-        self.topic_id = topic_id
+        self.log: Log | None = None
+        self.topic_id: bytes | None = None
 
 
 class LogManager:

@@ -151,23 +151,20 @@ class GroupService:
     # -- storage ---------------------------------------------------------------------------
 
     def _append(self, partition: int, batch: Sequence[tuple[bytes, bytes | None]]) -> None:
-        topic = self._broker.image.topic(OFFSETS_TOPIC)
-        if topic is None:
-            why = f"{OFFSETS_TOPIC} does not exist"
-        else:
-            now = self.now_ms()
-            data = build_batch([NewRecord(key, value, timestamp=now) for key, value in batch])
-            result = self._broker.replicas.append(topic, partition, memoryview(bytearray(data)))
-            if result.error == ErrorCode.NONE:
-                return
-            why = (
-                f"append to {OFFSETS_TOPIC}-{partition}: error {result.error.name} "
-                f"{result.message or ''}"
-            )
         # The coordinator calls this, so its module is loaded.
         from millpond.broker.groups.coordinator import StorageError  # noqa: PLC0415
 
-        raise StorageError(why)
+        topic = self._broker.image.topic(OFFSETS_TOPIC)
+        if topic is None:
+            raise StorageError(f"{OFFSETS_TOPIC} does not exist")
+        now = self.now_ms()
+        data = build_batch([NewRecord(key, value, timestamp=now) for key, value in batch])
+        result = self._broker.replicas.append(topic, partition, memoryview(bytearray(data)))
+        if result.error != ErrorCode.NONE:
+            raise StorageError(
+                f"append to {OFFSETS_TOPIC}-{partition}: error {result.error.name} "
+                f"{result.message or ''}"
+            )
 
     async def _load(self) -> None:
         """Replay every partition of the topic into the coordinator, in log order."""

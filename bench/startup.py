@@ -18,7 +18,7 @@ For each broker, ``--runs`` times, on a fresh data directory:
 4. Restart with those 1,000 partitions: SIGTERM (a clean stop), launch again on the same
    data directory, time to first Metadata (now listing 100 topics) and VmRSS after settling.
 
-Goals (issue 4): start in under 0.5 s and idle under 60 MB. Not a test: run it by hand
+Goals: start in under 0.5 s and idle under 60 MB. Not a test: run it by hand
 (Kafka's jars come from ``bash compat_tests/kafka/install.sh``); results go in
 ``bench/RESULTS-startup.md``.
 

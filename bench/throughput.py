@@ -9,7 +9,7 @@ once measured: Tansu keeps every record in memory. It writes RESULTS.md (medians
 millpond / peer ratios computed from this run) and throughput.png (throughput and latency side
 by side).
 
-Workloads (issue 8): (a) produce 1 KiB values to 1 and 8 partitions, acks=1 and acks=all,
+Workloads: (a) produce 1 KiB values to 1 and 8 partitions, acks=1 and acks=all,
 linger.ms=5; (b) the same with 100-byte values, acks=1 (per-request overhead); (c) consume
 ``--consume-mib`` back, cold (the topic's files evicted from the page cache with fdatasync +
 POSIX_FADV_DONTNEED, checked with fincore) then warm; (d) end-to-end latency at a fixed rate

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -71,15 +72,43 @@ READY_TIMEOUT = 120.0
 RETRIABLE = {3, 5, 6, 7}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER, TIMEOUT
 
 
-def compile_millpond() -> None:
+def compile_millpond(root: Path = ROOT) -> None:
     """Write millpond's bytecode caches, as installing a wheel does: without them every start
     compiles ~300 modules (0.46 s instead of 0.20 s of imports here), for instance under
-    PYTHONDONTWRITEBYTECODE, and the bench would time the compiler, not the broker."""
-    package = ROOT / "millpond"
-    for entry in sorted(package.iterdir()):
-        if entry.is_dir() and entry.name != "__pycache__":
-            compileall.compile_dir(entry.resolve(), quiet=1)
-    compileall.compile_dir(package, maxlevels=0, quiet=1)
+    PYTHONDONTWRITEBYTECODE, and the bench would time the compiler, not the broker. The
+    folders are pyproject's package-dir (a checkout from before it: ``millpond/`` alone)."""
+    with (root / "pyproject.toml").open("rb") as f:
+        setuptools = tomllib.load(f).get("tool", {}).get("setuptools", {})
+    folders = setuptools.get("package-dir", {"millpond": "millpond"}).values()
+    for folder in sorted(set(folders)):
+        compileall.compile_dir((root / folder).resolve(), quiet=1)
+
+
+def check_out(ref: str, into: Path) -> Path:
+    """The tree of commit ``ref`` of this repository, unpacked into ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def lay_out_package(root: Path, into: Path) -> Path:
+    """A folder whose ``millpond`` is checkout ``root``'s package as it installs (links to
+    the folders pyproject's package-dir names), for ``PYTHONPATH``."""
+    with (root / "pyproject.toml").open("rb") as f:
+        setuptools = tomllib.load(f).get("tool", {}).get("setuptools", {})
+    mapping = setuptools.get("package-dir", {"millpond": "millpond"})
+    top = into / "millpond"
+    top.mkdir(parents=True)
+    for entry in (root / mapping["millpond"]).iterdir():
+        (top / entry.name).symlink_to(entry.resolve())
+    for package, folder in mapping.items():
+        if package.count(".") == 1:
+            (top / package.split(".")[1]).symlink_to((root / folder).resolve())
+    return into
 
 
 def metadata_frame() -> bytes:
@@ -137,18 +166,25 @@ class Launcher:
     command: list[str]
     log: Path
     prepare_s: float = 0.0  # untimed preparation (Kafka's format step)
+    env: Mapping[str, str] | None = None  # set over the bench's own environment
 
 
-def millpond_launcher(work: Path, extra: Mapping[str, str] | None = None) -> Launcher:
+def millpond_launcher(
+    work: Path, extra: Mapping[str, str] | None = None, package: Path | None = None
+) -> Launcher:
+    """``millpond serve`` from this checkout, or from ``package`` (a folder holding a
+    ``millpond`` package laid out as installed: see :func:`lay_out_package`)."""
     port = _free_port()
+    python = [sys.executable, "-m"] if package is None else [sys.executable, "-P", "-m"]
     command = [
-        sys.executable, "-m", "millpond", "serve",
+        *python, "millpond", "serve",
         "--override", f"log.dirs={work / 'data'}",
         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
     ]  # fmt: skip
     for key, value in (extra or {}).items():
         command += ["--override", f"{key}={value}"]
-    return Launcher("millpond", port, command, work / "millpond.log")
+    env = None if package is None else {"PYTHONPATH": str(package)}
+    return Launcher("millpond", port, command, work / "millpond.log", env=env)
 
 
 def kafka_launcher(work: Path, classpath: str, extra: Mapping[str, str] | None = None) -> Launcher:
@@ -195,7 +231,8 @@ def launch(
 ) -> tuple[subprocess.Popen[bytes], float, int]:
     with launcher.log.open("ab") as log:
         started = time.monotonic()
-        proc = subprocess.Popen(launcher.command, stdout=log, stderr=subprocess.STDOUT)
+        env = None if launcher.env is None else {**os.environ, **launcher.env}
+        proc = subprocess.Popen(launcher.command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         answered, topics = _first_metadata(launcher.port, proc, frame, poll_s)
     except BaseException:

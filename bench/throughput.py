@@ -53,9 +53,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.startup import (  # noqa: E402 (after the path is set)
     Launcher,
+    check_out,
     compile_millpond,
     kafka_launcher,
     launch,
+    lay_out_package,
     metadata_frame,
     millpond_launcher,
     rss_mb,
@@ -79,6 +81,8 @@ from millpond.wire.generated.api.metadata_request import (  # noqa: E402
 
 BROKERS = ("millpond", "kafka", "tansu")
 PEERS = ("kafka", "tansu")
+#: The column of ``--baseline REF``: millpond as it was at another commit.
+BASELINE = "baseline"
 LOADGEN = ROOT / "bench" / "loadgen.py"
 KIB = 1024
 
@@ -235,6 +239,7 @@ class Settings:
     tool_timeout_ms: int  # how long Kafka's perf tools wait on a broker that does not answer
     group_s: float  # how long the group may take to become stable
     sizes: Sizes
+    baseline: Path | None = None  # ``--baseline``'s package folder (bench/startup.py)
 
 
 # -- brokers ---------------------------------------------------------------------------------
@@ -268,12 +273,14 @@ def tansu_launcher(work: Path) -> Launcher:
 DELETE_AT_ONCE = {"log.segment.delete.delay.ms": "0"}
 
 
-def make_launcher(name: str, work: Path, classpath: str) -> Launcher:
-    if name == "millpond":
+def make_launcher(name: str, work: Path, settings: Settings) -> Launcher:
+    if name in ("millpond", BASELINE):
         # As Kafka's server.properties here: no initial delay, or (h) would time the delay.
-        return millpond_launcher(work, {**DELETE_AT_ONCE, "group.initial.rebalance.delay.ms": "0"})
+        extra = {**DELETE_AT_ONCE, "group.initial.rebalance.delay.ms": "0"}
+        package = settings.baseline if name == BASELINE else None
+        return millpond_launcher(work, extra, package)
     if name == "kafka":
-        return kafka_launcher(work, classpath, DELETE_AT_ONCE)
+        return kafka_launcher(work, settings.classpath, DELETE_AT_ONCE)
     return tansu_launcher(work)
 
 
@@ -295,7 +302,7 @@ def started(name: str, work: Path, settings: Settings, results: Results) -> Iter
     """Launch ``name`` as bench/startup.py does (timed to the first Metadata answer), record
     its start-up time and idle RSS, and stop it on the way out."""
     work.mkdir(parents=True)
-    launcher = make_launcher(name, work, settings.classpath)
+    launcher = make_launcher(name, work, settings)
     proc, start_s, _ = launch(launcher, metadata_frame(), 0.001)
     try:
         results.add("start", name, start_s)
@@ -901,9 +908,10 @@ def report(
     took: float,
     load: str,
 ) -> str:
-    peers = [p for p in PEERS if p in brokers and "millpond" in brokers]
-    head = "| figure | unit | " + " | ".join(brokers)
-    head += "".join(f" | millpond / {p}" for p in peers) + " |"
+    peers = [p for p in (*PEERS, BASELINE) if p in brokers and "millpond" in brokers]
+    names = {BASELINE: f"millpond@{args.baseline}"}
+    head = "| figure | unit | " + " | ".join(names.get(b, b) for b in brokers)
+    head += "".join(f" | millpond / {names.get(p, p)}" for p in peers) + " |"
     lines = [head, "|---|---|" + "---:|" * (len(brokers) + len(peers))]
     for row in ROWS:
         if row.key not in results.samples and row.key not in results.missing:
@@ -995,7 +1003,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-rate", type=int, default=5000, help="messages per second")
     parser.add_argument("--latency-s", type=float, help="seconds of the latency run")
     parser.add_argument("--warmup-s", type=float, default=5.0, help="unmeasured produce first")
-    parser.add_argument("--only", choices=BROKERS, action="append", help="repeatable")
+    parser.add_argument("--only", choices=(*BROKERS, BASELINE), action="append", help="repeatable")
+    parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also run millpond as it was at this commit, as a column of its own",
+    )
     parser.add_argument(
         "--workload", choices=[w for w, _ in WORKLOADS], action="append", help="repeatable"
     )
@@ -1003,6 +1016,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--note", default="", help="a sentence the report shows first")
     args = parser.parse_args(argv)
     compile_millpond()
+    baseline = None
+    if args.baseline:
+        # The commit's tree, compiled, and its package laid out as installed (a checkout
+        # before package-dir has it under millpond/ already): launched with -P, nothing
+        # of this checkout is on its path.
+        base = Path(tempfile.mkdtemp(prefix="millpond-bench-baseline-"))
+        source = check_out(args.baseline, base / "source")
+        compile_millpond(source)
+        baseline = lay_out_package(source, base / "package")
     quick = args.quick
     args.runs = args.runs or (1 if quick else 3)
     args.produce_s = args.produce_s or (0.5 if quick else 8.0)
@@ -1021,6 +1043,7 @@ def main(argv: list[str] | None = None) -> None:
         tool_timeout_ms=2000 if quick else 15_000,
         group_s=5.0 if quick else 60.0,
         sizes=QUICK_SIZES if quick else FULL_SIZES,
+        baseline=baseline,
     )
     if args.out:
         out = Path(args.out)
@@ -1030,6 +1053,8 @@ def main(argv: list[str] | None = None) -> None:
         out = ROOT / "bench"
     out.mkdir(parents=True, exist_ok=True)
     brokers = [b for b in BROKERS if not args.only or b in args.only]
+    if args.baseline:
+        brokers.insert(1, BASELINE)
     workloads = [w for w, _ in WORKLOADS if not args.workload or w in args.workload]
     results = Results()
     load_start = os.getloadavg()[0]
@@ -1039,6 +1064,8 @@ def main(argv: list[str] | None = None) -> None:
             for name in brokers:
                 work = Path(tmp) / f"{name}-{run}"
                 run_broker(name, run, work, settings, results, workloads)
+    if baseline is not None:
+        shutil.rmtree(baseline.parent, ignore_errors=True)
     took = time.monotonic() - began
     load = f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"
     (out / "RESULTS.md").write_text(report(results, brokers, args, settings, took, load))

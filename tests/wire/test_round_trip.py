@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from millpond.wire.codegen.jars import default_jar_dir, read_specs
 from millpond.wire.message import Message
 from tests.wire.messages import all_message_versions, struct_values
 
 PAIRS = all_message_versions()
-SPECS = Path(__file__).resolve().parents[3] / "shared" / "kafka-message-specs"
 
 
 def test_every_spec_is_generated() -> None:
@@ -31,16 +30,17 @@ def test_every_spec_is_generated() -> None:
         "LeaderChangeMessage",
         "VotersRecord",
         "ProducerSnapshot",
+        "QuorumStateData",
     ):
         assert name in names
     assert len(PAIRS) == _versions_in_specs()
 
 
 def _versions_in_specs() -> int:
-    """Count (message, version) pairs straight from the JSON files."""
+    """Count (message, version) pairs straight from the JSON in Kafka's jars."""
     total = 0
-    for path in SPECS.rglob("*.json"):
-        text = re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.MULTILINE)
+    for spec in read_specs(default_jar_dir()):
+        text = re.sub(r"^\s*//.*$", "", spec.text, flags=re.MULTILINE)
         valid = json.loads(text).get("validVersions", "none")
         if valid == "none":
             continue

@@ -1,9 +1,11 @@
 """Kafka's JSON message specs, loaded into a small typed model.
 
-The specs are JSON with whole-line ``//`` comments (see MESSAGE-SPEC-FORMAT.md beside
-them). This module knows the spec language: version ranges, field types, nullable,
-tagged and flexible versions, defaults, and common structs. It knows nothing about
-Python code; :mod:`millpond.wire.codegen.emit` does.
+The specs are JSON with whole-line ``//`` comments; Kafka describes the language in
+``clients/src/main/resources/common/message/README.md`` of its source tree. This module
+knows the spec language: version ranges, field types, nullable, tagged and flexible
+versions, defaults, and common structs. It knows nothing about jars, which
+:mod:`millpond.wire.codegen.jars` reads, nor about Python code, which
+:mod:`millpond.wire.codegen.emit` writes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 MAX_VERSION = 0x7FFF
@@ -94,7 +95,7 @@ class StructSpec:
 
 @dataclass
 class MessageSpec:
-    path: Path
+    source: str
     name: str
     type: str
     api_key: int | None
@@ -106,8 +107,8 @@ class MessageSpec:
     structs: dict[str, StructSpec]
 
 
-def load_json(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_COMMENT.sub("", path.read_text(encoding="utf-8")))
+def load_json(text: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_COMMENT.sub("", text))
     return data
 
 
@@ -146,8 +147,9 @@ def _resolve(struct: StructSpec, structs: dict[str, StructSpec]) -> None:
         f.struct = structs[element]
 
 
-def load_message(path: Path) -> MessageSpec:
-    raw = load_json(path)
+def load_message(source: str, text: str) -> MessageSpec:
+    """One spec's ``text``; ``source`` says where it came from."""
+    raw = load_json(text)
     structs: dict[str, StructSpec] = {}
     for common in raw.get("commonStructs", []):
         cs = StructSpec(common["name"])
@@ -157,7 +159,7 @@ def load_message(path: Path) -> MessageSpec:
     for s in [root, *structs.values()]:
         _resolve(s, structs)
     return MessageSpec(
-        path=path,
+        source=source,
         name=raw["name"],
         type=raw["type"],
         api_key=raw.get("apiKey"),
@@ -168,8 +170,3 @@ def load_message(path: Path) -> MessageSpec:
         root=root,
         structs=structs,
     )
-
-
-def load_all(spec_dir: Path) -> list[MessageSpec]:
-    """Every spec below ``spec_dir``, in a stable order."""
-    return [load_message(p) for p in sorted(spec_dir.rglob("*.json"))]

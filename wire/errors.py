@@ -4,7 +4,7 @@ Every response carries int16 error codes, and clients decide what to do from the
 number alone: retry (possibly after refreshing metadata or finding the coordinator
 again), or give up and surface the error. So the numbers and their retriability are
 part of the wire contract and must match Apache Kafka exactly; the table below does
-(checked against ``Errors.java`` on Kafka trunk, 2026-08, codes -1..136). A code is
+(checked against Apache Kafka 4.4.0's ``Errors``, codes -1..136). A code is
 *retriable* when Kafka's exception for it extends ``RetriableException``; a broker
 that answers with a retriable code is telling the client "try again, this may pass".
 

@@ -5,7 +5,7 @@ import pytest
 
 from millpond.wire.errors import ErrorCode, error_name
 
-# Known values, checked against Kafka's Errors.java (trunk, 2026-08).
+# Known values, checked against Apache Kafka 4.4.0's Errors.
 KNOWN_CODES = {
     -1: "UNKNOWN_SERVER_ERROR",
     0: "NONE",
@@ -104,7 +104,7 @@ def test_not_retriable(name: str) -> None:
 
 
 def test_retriable_count_matches_kafka() -> None:
-    # 32 codes map to exceptions under RetriableException on Kafka trunk; a change here
+    # 32 codes map to exceptions under RetriableException in Kafka 4.4.0; a change here
     # means a flag was flipped by mistake (or Kafka added a retriable code).
     assert sum(member.retriable for member in ErrorCode) == 32
 

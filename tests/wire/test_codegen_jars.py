@@ -53,3 +53,15 @@ def test_each_jar_gives_its_own_specs() -> None:
     )
     for jar in JARS:
         assert any(s.startswith(jar.file_name + ":") for s in sources.values()), jar
+
+
+def test_a_truncated_jar_is_named_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for jar in JARS:
+        (tmp_path / jar.file_name).symlink_to(default_jar_dir() / jar.file_name)
+    broken = tmp_path / JARS[-1].file_name
+    broken.unlink()
+    broken.write_bytes((default_jar_dir() / broken.name).read_bytes()[:1000])
+    assert main(["--check", "--jars", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken} is not a readable jar" in err
+    assert "bash compat_tests/kafka/install.sh" in err

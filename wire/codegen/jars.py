@@ -67,7 +67,7 @@ class SpecFile:
 
 
 class JarsMissing(Exception):
-    """Some jar the generator reads is not in the jar directory."""
+    """Some jar the generator reads is not in the jar directory, or is not a jar."""
 
 
 def default_jar_dir() -> Path:
@@ -89,12 +89,18 @@ def read_specs(jar_dir: Path) -> list[SpecFile]:
     specs: list[SpecFile] = []
     for jar in JARS:
         member = re.compile(re.escape(jar.prefix) + r"[^/]+\.json")
-        with zipfile.ZipFile(jar_dir / jar.file_name) as archive:
-            found = [
-                SpecFile(jar, name, archive.read(name).decode("utf-8"))
-                for name in archive.namelist()
-                if member.fullmatch(name)
-            ]
+        try:
+            with zipfile.ZipFile(jar_dir / jar.file_name) as archive:
+                found = [
+                    SpecFile(jar, name, archive.read(name).decode("utf-8"))
+                    for name in archive.namelist()
+                    if member.fullmatch(name)
+                ]
+        except zipfile.BadZipFile as e:
+            raise JarsMissing(
+                f"{jar_dir / jar.file_name} is not a readable jar ({e}); delete it and run "
+                f"`{INSTALL}`"
+            ) from e
         if not found:
             raise ValueError(f"no specs under {jar.prefix} in {jar_dir / jar.file_name}")
         specs.extend(found)

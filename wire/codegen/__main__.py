@@ -6,8 +6,9 @@
 
 The specs are read from Kafka 4.4.0's jars (:mod:`millpond.wire.codegen.jars`): by
 default in ``${MILLPOND_KAFKA_CACHE:-~/.cache/millpond/kafka-4.4}/lib``, where
-``compat_tests/kafka/install.sh`` puts them. When a jar is missing the generator names
-it and exits 2. Same jars, same bytes: the output depends on nothing else.
+``compat_tests/kafka/install.sh`` puts them. When a jar is missing or unreadable, it is named
+with that step and the generator exits 2. Same jars, same bytes: the output depends on
+nothing else.
 """
 
 from __future__ import annotations

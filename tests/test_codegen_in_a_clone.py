@@ -1,8 +1,8 @@
-"""A clone in any directory regenerates on its own: no ``../shared`` beside it.
+"""A clone in any directory regenerates on its own, with nothing beside it.
 
 The repository's tracked files (``git ls-files``) are copied into a fresh directory with
 nothing beside them, and the copy's own generator checks the copy's ``wire/generated/``
-against Kafka 4.4.0's jars, which is all it may read.
+against Kafka 4.4.0's jars, its only input.
 """
 
 from __future__ import annotations

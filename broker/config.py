@@ -46,7 +46,8 @@ from millpond.broker.config_defs_properties import (
     parse_override,
     parse_properties,
 )
-from millpond.storage.config import OTHER_TOPIC_CONFIGS, LogConfig
+from millpond.storage.config import LogConfig
+from millpond.storage.topic_configs import TOPIC_CONFIGS
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -175,9 +176,8 @@ class BrokerConfig(NamedTuple):
 
     def log_config(self, topic_configs: Mapping[str, str] | None = None) -> LogConfig:
         """The LogConfig of a topic: its own configs over the broker's topic defaults."""
-        known = {name.replace("_", ".") for name in LogConfig._fields} | OTHER_TOPIC_CONFIGS
-        base = {k: v for k, v in self.topic_defaults().items() if k in known}
-        base.update({k: v for k, v in (topic_configs or {}).items() if k in known})
+        base = {k: v for k, v in self.topic_defaults().items() if k in TOPIC_CONFIGS}
+        base.update({k: v for k, v in (topic_configs or {}).items() if k in TOPIC_CONFIGS})
         return LogConfig.from_properties(base)
 
 

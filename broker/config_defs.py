@@ -1,25 +1,27 @@
 """Every Kafka configuration millpond knows, under Kafka's names: the broker table and the
 topic table, the topic configs' broker synonyms, and how unknown keys are classified.
 
-The rows and their building blocks live in sibling modules (``config_defs_types``,
-``config_defs_server``, ``config_defs_log``, ``config_defs_coord``); this module is the
-one to import.
+The building blocks and the topic configs are the storage layer's
+(:mod:`millpond.storage.config_def`, :mod:`millpond.storage.topic_configs`); the broker's
+rows live in sibling modules (``config_defs_server``, ``config_defs_log``,
+``config_defs_coord``); this module is the one to import.
 """
 
 from __future__ import annotations
 
+import enum
+
 from millpond.broker.config_defs_coord import COORDINATOR_CONFIGS
-from millpond.broker.config_defs_log import LOG_CONFIGS, TOPIC_CONFIGS, TOPIC_SYNONYMS
+from millpond.broker.config_defs_log import LOG_CONFIGS, TOPIC_SYNONYMS
 from millpond.broker.config_defs_server import (
     DEFAULT_LISTENERS,
     DEFAULT_SECURITY_PROTOCOL_MAP,
     SECURITY_PROTOCOLS,
     SERVER_CONFIGS,
 )
-from millpond.broker.config_defs_types import (
+from millpond.storage.config_def import (
     ConfigDefinition,
     ConfigError,
-    ConfigSource,
     ConfigType,
     Importance,
     Value,
@@ -28,6 +30,7 @@ from millpond.broker.config_defs_types import (
     parse_value,
     to_kafka_string,
 )
+from millpond.storage.topic_configs import TOPIC_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -50,6 +53,20 @@ __all__ = [
     "to_kafka_string",
     "unknown_key_warning",
 ]
+
+
+class ConfigSource(enum.IntEnum):
+    """Where a value comes from, numbered as DescribeConfigsResponse.ConfigSource."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 def _merge(*tables: dict[str, ConfigDefinition]) -> dict[str, ConfigDefinition]:

@@ -5,7 +5,7 @@ Kafka's default of 3 cannot be met by one broker."""
 
 from __future__ import annotations
 
-from millpond.broker.config_defs_types import (
+from millpond.storage.config_def import (
     BOOL,
     CLASS,
     DAY_MS,

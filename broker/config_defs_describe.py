@@ -21,13 +21,12 @@ from millpond.broker.config_defs import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     TOPIC_SYNONYMS,
-    ConfigError,
     ConfigSource,
     ConfigType,
     broker_synonyms,
-    parse_value,
     to_kafka_string,
 )
+from millpond.storage.topic_configs import parse_topic_configs
 
 if TYPE_CHECKING:
     from millpond.broker.config import BrokerConfig
@@ -166,13 +165,8 @@ def validate_topic_configs(props: Mapping[str, str]) -> dict[str, str]:
     """Check topic configs (CreateTopics, AlterConfigs): every key must be a topic config
     and every value valid for it. Returns the values as Kafka renders them (trimmed,
     canonical); raises :class:`ConfigError` naming the first bad key."""
-    out: dict[str, str] = {}
-    for key, raw in props.items():
-        definition = TOPIC_CONFIGS.get(key)
-        if definition is None:
-            raise ConfigError(key, raw, "unknown topic config")
-        out[key] = to_kafka_string(parse_value(definition, raw)) or ""
-    return out
+    parsed = parse_topic_configs(props)
+    return {key: to_kafka_string(value) or "" for key, value in parsed.items()}
 
 
 def describe_topic(

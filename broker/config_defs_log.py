@@ -1,7 +1,7 @@
-"""Topic configs and the broker's log configs (their broker-level defaults).
+"""The broker's log configs: the broker-level defaults of the topic configs.
 
-Every topic config Kafka's LogConfig defines is here, with Kafka's type, default and
-range. :data:`TOPIC_SYNONYMS` maps a topic config to the broker configs that set its
+The topic configs themselves are the log's (:mod:`millpond.storage.topic_configs`).
+:data:`TOPIC_SYNONYMS` maps a topic config to the broker configs that set its
 default, in Kafka's order of precedence (ServerTopicConfigSynonyms): the first one that
 is set wins, converted to the topic config's unit (``log.retention.hours`` times an hour
 for ``retention.ms``); when none is set, the first one with a default gives it.
@@ -9,7 +9,7 @@ for ``retention.ms``); when none is set, the first one with a default gives it.
 
 from __future__ import annotations
 
-from millpond.broker.config_defs_types import (
+from millpond.storage.config_def import (
     BOOL,
     CLASS,
     DAY_MS,
@@ -29,133 +29,27 @@ from millpond.broker.config_defs_types import (
     at_least,
     between,
     define,
-    int_levels,
     list_of,
     one_of,
     table,
 )
+from millpond.storage.topic_configs import (
+    CLEANUP_POLICIES,
+    COMPRESSION_TYPES,
+    GZIP_LEVELS,
+    LZ4_LEVELS,
+    MAX_MESSAGE_BYTES_DEFAULT,
+    MIB,
+    TIMESTAMP_TYPES,
+    TOPIC_CONFIGS,
+    ZSTD_LEVELS,
+)
 
-MIB = 1024 * 1024
+__all__ = ["DEFAULT_DATA_DIR", "LOG_CONFIGS", "TOPIC_CONFIGS", "TOPIC_SYNONYMS"]
+
 #: Where millpond keeps its data unless log.dirs, log.dir or $MILLPOND_DATA_DIR say
 #: otherwise (``~`` is the user's home directory).
 DEFAULT_DATA_DIR = "~/.local/share/millpond/data"
-MAX_MESSAGE_BYTES_DEFAULT = MIB + 12  # one MiB plus the record batch log overhead
-COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-CLEANUP_POLICIES = ("compact", "delete")
-
-_GZIP = int_levels(1, 9, -1)
-_LZ4 = between(1, 17)
-_ZSTD = between(-131072, 22)
-
-# -- topic configs (Kafka's LogConfig) -----------------------------------------------------
-
-_TOPIC_ROWS: list[ConfigDefinition] = [
-    define("segment.bytes", INT, 1024 * MIB, MEDIUM,
-           "Size in bytes at which the active segment file is closed and a new one begun.",
-           at_least(MIB), used=True),
-    define("segment.ms", LONG, 7 * DAY_MS, MEDIUM,
-           "Age in milliseconds after which the active segment is rolled even if it is not "
-           "full, so that retention and compaction can act on it.", at_least(1), used=True),
-    define("segment.jitter.ms", LONG, 0, MEDIUM,
-           "Largest random amount subtracted from segment.ms per segment, so that many "
-           "partitions do not roll at the same moment.", at_least(0), used=True),
-    define("segment.index.bytes", INT, 10 * MIB, MEDIUM,
-           "Size in bytes reserved for each segment's offset and time index files.",
-           at_least(4), used=True),
-    define("flush.messages", LONG, LONG_MAX, MEDIUM,
-           "Number of appended messages after which the log is forced to disk; the default "
-           "leaves durability to replication and the page cache.", at_least(1), used=True),
-    define("flush.ms", LONG, LONG_MAX, MEDIUM,
-           "Milliseconds after which unflushed appends are forced to disk.", at_least(0),
-           used=True),
-    define("retention.bytes", LONG, -1, MEDIUM,
-           "Largest size a partition may reach before its oldest segments are deleted "
-           "(delete policy); -1 means no size limit.", used=True),
-    define("retention.ms", LONG, 7 * DAY_MS, MEDIUM,
-           "How long a segment is kept after its newest record before it is deleted (delete "
-           "policy); -1 keeps data forever.", at_least(-1), used=True),
-    define("max.message.bytes", INT, MAX_MESSAGE_BYTES_DEFAULT, MEDIUM,
-           "Largest record batch, in bytes, that the broker accepts for this topic.",
-           at_least(0), used=True),
-    define("max.decompressed.message.bytes", INT, 2147483639, MEDIUM,
-           "Largest size, in bytes, of one record once decompressed (Kafka 4.4). "
-           "millpond accepts this setting for compatibility and ignores it.",
-           at_least(0)),
-    define("index.interval.bytes", INT, 4096, MEDIUM,
-           "Bytes of log written between two entries of the sparse offset index.",
-           at_least(0), used=True),
-    define("delete.retention.ms", LONG, DAY_MS, MEDIUM,
-           "How long tombstones survive compaction, so that readers can observe deletions.",
-           at_least(0), used=True),
-    define("min.compaction.lag.ms", LONG, 0, MEDIUM,
-           "Minimum age a record must reach before compaction may remove it.", at_least(0),
-           used=True),
-    define("max.compaction.lag.ms", LONG, LONG_MAX, MEDIUM,
-           "Maximum time a record may stay uncompacted before the log becomes eligible for "
-           "cleaning regardless of its dirty ratio.", at_least(1), used=True),
-    define("file.delete.delay.ms", LONG, 60_000, MEDIUM,
-           "Delay before a deleted segment's files are removed from disk.", at_least(0),
-           used=True),
-    define("min.cleanable.dirty.ratio", DOUBLE, 0.5, MEDIUM,
-           "Share of a log that must be uncompacted before the cleaner compacts it.",
-           between(0, 1), used=True),
-    define("cleanup.policy", LIST, "delete", MEDIUM,
-           "How old segments are discarded: delete by time and size, compact to the latest "
-           "value per key, or both.", list_of(*CLEANUP_POLICIES), used=True),
-    define("unclean.leader.election.enable", BOOL, False, MEDIUM,
-           "Whether a replica outside the ISR may become leader, trading lost data for "
-           "availability."),
-    define("min.insync.replicas", INT, 1, MEDIUM,
-           "Fewest in-sync replicas that must hold a write before an acks=all produce "
-           "succeeds.", at_least(1), used=True),
-    define("compression.type", STR, "producer", MEDIUM,
-           "Codec the broker stores batches in; producer keeps the codec the producer used.",
-           one_of(*COMPRESSION_TYPES)),
-    define("compression.gzip.level", INT, -1, MEDIUM,
-           "Level used when the broker compresses with gzip.", _GZIP),
-    define("compression.lz4.level", INT, 9, MEDIUM,
-           "Level used when the broker compresses with lz4.", _LZ4),
-    define("compression.zstd.level", INT, 3, MEDIUM,
-           "Level used when the broker compresses with zstd.", _ZSTD),
-    define("preallocate", BOOL, False, MEDIUM,
-           "Whether a new segment file is allocated at full size when it is created."),
-    define("message.timestamp.type", STR, "CreateTime", MEDIUM,
-           "Whether record timestamps are the producer's (CreateTime) or the broker's append "
-           "time (LogAppendTime).", one_of(*TIMESTAMP_TYPES), used=True),
-    define("message.timestamp.before.max.ms", LONG, LONG_MAX, MEDIUM,
-           "How far in the past a CreateTime timestamp may be before the batch is refused.",
-           at_least(0)),
-    define("message.timestamp.after.max.ms", LONG, HOUR_MS, MEDIUM,
-           "How far in the future a CreateTime timestamp may be before the batch is refused.",
-           at_least(0)),
-    define("leader.replication.throttled.replicas", LIST, "", MEDIUM,
-           "Replicas whose replication is throttled on the leader side."),
-    define("follower.replication.throttled.replicas", LIST, "", MEDIUM,
-           "Replicas whose replication is throttled on the follower side."),
-    define("remote.storage.enable", BOOL, False, MEDIUM,
-           "Whether the topic's older segments are tiered to remote storage."),
-    define("local.retention.ms", LONG, -2, MEDIUM,
-           "With tiered storage, how long segments stay on local disk; -2 follows "
-           "retention.ms.", at_least(-2)),
-    define("local.retention.bytes", LONG, -2, MEDIUM,
-           "With tiered storage, how many bytes stay on local disk; -2 follows "
-           "retention.bytes.", at_least(-2)),
-    define("remote.log.copy.disable", BOOL, False, MEDIUM,
-           "With tiered storage, stops copying new segments to remote storage."),
-    define("remote.copy.lag.ms", LONG, 0, MEDIUM,
-           "With tiered storage, the age a segment must reach before it is copied.",
-           at_least(-1)),
-    define("remote.copy.lag.bytes", LONG, -1, MEDIUM,
-           "With tiered storage, the local bytes that must accumulate before copying.",
-           at_least(-1)),
-    define("remote.log.delete.on.disable", BOOL, False, MEDIUM,
-           "With tiered storage, deletes the remote copy when tiering is turned off."),
-    define("errors.deadletterqueue.group.enable", BOOL, False, MEDIUM,
-           "Marks the topic as usable as a dead-letter queue by share groups."),
-]  # fmt: skip
-
-TOPIC_CONFIGS: dict[str, ConfigDefinition] = table(_TOPIC_ROWS)
 
 #: Topic config -> its broker synonyms, highest precedence first, each with the factor
 #: that converts the broker value into the topic config's unit.
@@ -291,11 +185,11 @@ _LOG_ROWS: list[ConfigDefinition] = [
     define("compression.type", STR, "producer", HIGH,
            "Default compression.type for topics.", one_of(*COMPRESSION_TYPES), dynamic=True),
     define("compression.gzip.level", INT, -1, MEDIUM,
-           "Default compression.gzip.level for topics.", _GZIP, dynamic=True),
+           "Default compression.gzip.level for topics.", GZIP_LEVELS, dynamic=True),
     define("compression.lz4.level", INT, 9, MEDIUM,
-           "Default compression.lz4.level for topics.", _LZ4, dynamic=True),
+           "Default compression.lz4.level for topics.", LZ4_LEVELS, dynamic=True),
     define("compression.zstd.level", INT, 3, MEDIUM,
-           "Default compression.zstd.level for topics.", _ZSTD, dynamic=True),
+           "Default compression.zstd.level for topics.", ZSTD_LEVELS, dynamic=True),
     define("unclean.leader.election.enable", BOOL, False, HIGH,
            "Default unclean.leader.election.enable for topics.", dynamic=True),
     # the log cleaner (compaction)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from millpond.broker.config_defs_types import ConfigError
+from millpond.storage.config_def import ConfigError
 
 _BLANKS = " \t\f"
 _NEWLINE = re.compile(r"\r\n|\r|\n")

@@ -5,7 +5,9 @@ row says so in its documentation)."""
 
 from __future__ import annotations
 
-from millpond.broker.config_defs_types import (
+from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
+from millpond.broker.emulation import RELEASES as EMULATED_RELEASES
+from millpond.storage.config_def import (
     BOOL,
     DAY_MS,
     HIGH,
@@ -25,8 +27,6 @@ from millpond.broker.config_defs_types import (
     one_of,
     table,
 )
-from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
-from millpond.broker.emulation import RELEASES as EMULATED_RELEASES
 
 MIB = 1024 * 1024
 TRACE_FILE_KEY = "millpond.trace.file"

@@ -10,9 +10,9 @@ DELETE (1) removes the key, APPEND (2) and SUBTRACT (3) add or remove items of a
 comma-separated LIST config (only LIST configs accept them). AlterConfigs (the legacy
 API) replaces a resource's whole set: keys left out are deleted.
 
-Topic configs are validated as a whole after the change with
-:meth:`~millpond.storage.config.LogConfig.from_properties` (unknown keys and bad values
-are INVALID_CONFIG); broker configs are stored as given (the broker validates what it
+Topic configs are validated as a whole after the change, each key by its row of
+:mod:`millpond.storage.topic_configs` (unknown keys and bad values are INVALID_CONFIG);
+broker configs are stored as given (the broker validates what it
 reads). Pure functions of the image.
 """
 
@@ -25,7 +25,9 @@ from typing import NamedTuple
 from millpond.controller.image import ConfigResource, ConfigResourceType, MetadataImage
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
-from millpond.storage.config import OTHER_TOPIC_CONFIGS, ConfigError, LogConfig
+from millpond.storage.config import ConfigError, LogConfig
+from millpond.storage.config_def import ConfigType
+from millpond.storage.topic_configs import TOPIC_CONFIGS
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.config_record import ConfigRecord
 
@@ -40,11 +42,7 @@ __all__ = [
 
 #: Topic configs of Kafka's LIST type (the only ones APPEND/SUBTRACT may touch).
 TOPIC_LIST_CONFIGS = frozenset(
-    {
-        "cleanup.policy",
-        "leader.replication.throttled.replicas",
-        "follower.replication.throttled.replicas",
-    }
+    name for name, row in TOPIC_CONFIGS.items() if row.type is ConfigType.LIST
 )
 
 
@@ -70,20 +68,11 @@ class AlterConfigsResource(NamedTuple):
 
 
 def validate_topic_configs(configs: Mapping[str, str]) -> ApiError:
-    """INVALID_CONFIG when a topic config set has an unknown key or a bad value."""
-    # The broker's definitions of every topic config (pure data; imported here to keep the
-    # controller's import of the broker layer to this one check).
-    from millpond.broker.config_defs_log import TOPIC_CONFIGS
-    from millpond.broker.config_defs_types import parse_value
-
+    """INVALID_CONFIG when a topic config set has an unknown key or a bad value (each key
+    checked by its row in :mod:`millpond.storage.topic_configs`, then the log's settings
+    built from them)."""
     try:
         LogConfig.from_properties(configs)
-        # Topic configs the log does not use (min.insync.replicas, booleans, ...) are
-        # checked too, as Kafka checks them (test_differential.py found 0 and "maybe" taken).
-        for key, raw in configs.items():
-            definition = TOPIC_CONFIGS.get(key)
-            if definition is not None and key in OTHER_TOPIC_CONFIGS:
-                parse_value(definition, raw)
     except ConfigError as exc:
         return ApiError(ErrorCode.INVALID_CONFIG, f"Invalid value for configuration {exc}")
     return NO_ERROR
@@ -117,7 +106,7 @@ def _duplicate_keys(configs: Sequence[AlterableConfig]) -> bool:
 #: Topic config defaults, where APPEND and SUBTRACT start when the topic does not set the
 #: key (Kafka starts from the config definition's default, e.g. ``delete`` for
 #: cleanup.policy, so APPEND compact gives ``delete,compact``).
-_TOPIC_DEFAULTS = LogConfig().to_properties()
+_TOPIC_DEFAULTS = {name: row.default or "" for name, row in TOPIC_CONFIGS.items()}
 
 
 def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:

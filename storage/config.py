@@ -1,9 +1,11 @@
 """Per-topic log configuration, under Kafka's topic config names and with Kafka's defaults.
 
 A :class:`LogConfig` is immutable: a config change (IncrementalAlterConfigs) builds a new
-one and hands it to the log, so a roll or retention pass never sees half an update.
-Validation happens in ``__new__`` and ``_replace`` (so every construction path is checked) and every
-error names the Kafka key, because that name is what an operator typed.
+one and hands it to the log, so a roll or retention pass never sees half an update. Each
+field is the topic config of the same name, and its default, type and range are that
+config's row in :mod:`millpond.storage.topic_configs`. Validation happens in ``__new__``
+and ``_replace`` (so every construction path is checked) and every error names the Kafka
+key, because that name is what an operator typed.
 
 Flush policy (what each setting guarantees; see :meth:`millpond.storage.log.Log.append`):
 
@@ -26,51 +28,28 @@ Neither setting covers a process crash: appended data is in the page cache as so
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple, cast
 
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
-LONG_MIN = -(2**63)
-
-DAY_MS = 24 * 60 * 60 * 1000
-
-#: Kafka topic configs that millpond accepts (a client may send them) but that the log
-#: itself does not use; the broker layers read them from the raw properties.
-OTHER_TOPIC_CONFIGS = frozenset(
-    {
-        "compression.type",
-        "compression.gzip.level",
-        "compression.lz4.level",
-        "compression.zstd.level",
-        "min.insync.replicas",
-        "unclean.leader.election.enable",
-        "preallocate",
-        "message.format.version",
-        "message.timestamp.difference.max.ms",
-        "message.downconversion.enable",
-        "max.decompressed.message.bytes",
-        "leader.replication.throttled.replicas",
-        "follower.replication.throttled.replicas",
-        "remote.storage.enable",
-        "local.retention.ms",
-        "local.retention.bytes",
-        "remote.log.copy.disable",
-        "remote.log.delete.on.disable",
-    }
+from millpond.storage.config_def import (
+    LONG_MAX,
+    ConfigError,
+    Value,
+    check_value,
+    default_value,
 )
+from millpond.storage.topic_configs import TOPIC_CONFIGS, parse_topic_configs
 
-
-class ConfigError(ValueError):
-    """An invalid topic config value (Kafka's INVALID_CONFIG); ``key`` names the setting."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
+__all__ = ["LONG_MAX", "ConfigError", "LogConfig"]
 
 
 def _key(name: str) -> str:
     return name.replace("_", ".")
+
+
+def _default(key: str) -> Any:
+    """The typed default of topic config ``key`` (its row's default)."""
+    return default_value(TOPIC_CONFIGS[key])
 
 
 class _LogSettings(NamedTuple):
@@ -106,25 +85,25 @@ class LogConfig(_LogSettings):
 
     def __new__(
         cls,
-        segment_bytes: int = 1024 * 1024 * 1024,
-        segment_ms: int = 7 * DAY_MS,
-        segment_jitter_ms: int = 0,
-        segment_index_bytes: int = 10 * 1024 * 1024,
-        index_interval_bytes: int = 4096,
-        retention_ms: int = 7 * DAY_MS,
-        retention_bytes: int = -1,
-        cleanup_policy: tuple[str, ...] = ("delete",),
-        delete_retention_ms: int = DAY_MS,
-        min_cleanable_dirty_ratio: float = 0.5,
-        min_compaction_lag_ms: int = 0,
-        max_compaction_lag_ms: int = LONG_MAX,
-        file_delete_delay_ms: int = 60_000,
-        flush_messages: int = LONG_MAX,
-        flush_ms: int = LONG_MAX,
-        max_message_bytes: int = 1024 * 1024 + 12,
-        message_timestamp_type: str = "CreateTime",
-        message_timestamp_before_max_ms: int = LONG_MAX,
-        message_timestamp_after_max_ms: int = 3_600_000,
+        segment_bytes: int = _default("segment.bytes"),
+        segment_ms: int = _default("segment.ms"),
+        segment_jitter_ms: int = _default("segment.jitter.ms"),
+        segment_index_bytes: int = _default("segment.index.bytes"),
+        index_interval_bytes: int = _default("index.interval.bytes"),
+        retention_ms: int = _default("retention.ms"),
+        retention_bytes: int = _default("retention.bytes"),
+        cleanup_policy: tuple[str, ...] = _default("cleanup.policy"),
+        delete_retention_ms: int = _default("delete.retention.ms"),
+        min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio"),
+        min_compaction_lag_ms: int = _default("min.compaction.lag.ms"),
+        max_compaction_lag_ms: int = _default("max.compaction.lag.ms"),
+        file_delete_delay_ms: int = _default("file.delete.delay.ms"),
+        flush_messages: int = _default("flush.messages"),
+        flush_ms: int = _default("flush.ms"),
+        max_message_bytes: int = _default("max.message.bytes"),
+        message_timestamp_type: str = _default("message.timestamp.type"),
+        message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms"),
+        message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms"),
     ) -> LogConfig:
         self = super().__new__(
             cls,
@@ -148,31 +127,13 @@ class LogConfig(_LogSettings):
             message_timestamp_before_max_ms,
             message_timestamp_after_max_ms,
         )
-        self._validate()
+        for definition, value in zip(_DEFINITIONS, cast("tuple[Value, ...]", self), strict=True):
+            check_value(definition, value)
         return self
 
     def _replace(self, **changes: Any) -> LogConfig:
         """A copy with ``changes``, validated as a new config is."""
         return LogConfig(*super()._replace(**changes))
-
-    def _validate(self) -> None:
-        for name, (low, high) in _RANGES.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(_key(name), f"expected an integer, got {value!r}")
-            if not low <= value <= high:
-                raise ConfigError(_key(name), f"value {value} is outside [{low}, {high}]")
-        ratio = self.min_cleanable_dirty_ratio
-        if not isinstance(ratio, int | float) or not 0.0 <= ratio <= 1.0:
-            raise ConfigError("min.cleanable.dirty.ratio", f"value {ratio!r} is outside [0, 1]")
-        for policy in self.cleanup_policy:
-            if policy not in ("delete", "compact"):
-                raise ConfigError("cleanup.policy", f"unknown policy {policy!r}")
-        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise ConfigError(
-                "message.timestamp.type",
-                f"{self.message_timestamp_type!r} is not CreateTime or LogAppendTime",
-            )
 
     # -- derived values ------------------------------------------------------------------
 
@@ -209,21 +170,19 @@ class LogConfig(_LogSettings):
     def from_properties(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
         """Build from Kafka topic config strings over ``base`` (the broker defaults).
 
-        Values are parsed as Kafka's ConfigDef parses them (trimmed; ints and longs in
-        Java's ranges; lists comma-separated). Known Kafka topic configs the log does not
-        use are accepted and ignored; any other key raises :class:`ConfigError`.
+        Every key must be a topic config and every value valid for it
+        (:func:`~millpond.storage.topic_configs.parse_topic_configs`); the topic configs
+        the log itself does not use are checked, then left to the layers that read them.
+        Raises :class:`ConfigError` naming the first bad key.
         """
-        values: dict[str, Any] = {}
-        for key, raw in props.items():
+        parsed = parse_topic_configs(props)
+        values: dict[str, Value] = {}
+        for key, value in parsed.items():
             name = key.replace(".", "_")
-            parser = _PARSERS.get(name)
-            if parser is None:
-                if key in OTHER_TOPIC_CONFIGS:
-                    continue
-                raise ConfigError(key, "unknown topic config")
-            values[name] = parser(key, raw)
+            if name in _FIELDS:
+                values[name] = value
         start = base or cls()
-        return start._replace(**values)
+        return start._replace(**values) if values else start
 
     def to_properties(self) -> dict[str, str]:
         """The settings as Kafka config strings (DescribeConfigs' values)."""
@@ -233,61 +192,5 @@ class LogConfig(_LogSettings):
         return out
 
 
-def _parse_int(key: str, raw: str, low: int, high: int) -> int:
-    text = raw.strip()
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise ConfigError(key, f"{raw!r} is not an integer") from None
-    if not low <= value <= high:
-        raise ConfigError(key, f"{raw!r} is out of range")
-    return value
-
-
-def _parse_double(key: str, raw: str) -> float:
-    try:
-        return float(raw.strip())
-    except ValueError:
-        raise ConfigError(key, f"{raw!r} is not a number") from None
-
-
-def _parse_list(key: str, raw: str) -> tuple[str, ...]:
-    del key
-    text = raw.strip()
-    return tuple(item.strip() for item in text.split(",")) if text else ()
-
-
-# Kafka's ranges: (lowest valid value, type's highest value).
-_RANGES: dict[str, tuple[int, int]] = {
-    "segment_bytes": (14, INT_MAX),  # atLeast(LegacyRecord.RECORD_OVERHEAD_V0)
-    "segment_ms": (1, LONG_MAX),
-    "segment_jitter_ms": (0, LONG_MAX),
-    "segment_index_bytes": (4, INT_MAX),
-    "index_interval_bytes": (0, INT_MAX),
-    "retention_ms": (-1, LONG_MAX),
-    "retention_bytes": (LONG_MIN, LONG_MAX),  # any negative value means unlimited
-    "delete_retention_ms": (0, LONG_MAX),
-    "min_compaction_lag_ms": (0, LONG_MAX),
-    "max_compaction_lag_ms": (1, LONG_MAX),
-    "file_delete_delay_ms": (0, LONG_MAX),
-    "flush_messages": (1, LONG_MAX),
-    "flush_ms": (0, LONG_MAX),
-    "max_message_bytes": (0, INT_MAX),
-    "message_timestamp_before_max_ms": (0, LONG_MAX),
-    "message_timestamp_after_max_ms": (0, LONG_MAX),
-}
-
-_INT_FIELDS = {"segment_bytes", "segment_index_bytes", "index_interval_bytes", "max_message_bytes"}
-
-
-def _int_parser(name: str) -> Callable[[str, str], int]:
-    type_low, type_high = (-(2**31), INT_MAX) if name in _INT_FIELDS else (LONG_MIN, LONG_MAX)
-    return lambda key, raw: _parse_int(key, raw, type_low, type_high)
-
-
-_PARSERS: dict[str, Callable[[str, str], Any]] = {
-    **{name: _int_parser(name) for name in _RANGES},
-    "min_cleanable_dirty_ratio": _parse_double,
-    "cleanup_policy": _parse_list,
-    "message_timestamp_type": lambda key, raw: raw.strip(),
-}
+_FIELDS = frozenset(LogConfig._fields)
+_DEFINITIONS = tuple(TOPIC_CONFIGS[_key(name)] for name in LogConfig._fields)

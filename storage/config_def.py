@@ -1,10 +1,10 @@
-"""The building blocks of the config tables: types, sources, validators, value parsing.
+"""Kafka's ``ConfigDef`` for millpond: config types, validators, and value parsing.
 
 A :class:`ConfigDefinition` is one row of the table Kafka builds with ``ConfigDef.define``:
 the name, Kafka's type, the default (as the string DescribeConfigs reports), importance,
-a short description in our own words, and a validator. The rows live in
-``config_defs_server``, ``config_defs_log`` and ``config_defs_coord``;
-:mod:`millpond.broker.config_defs` gathers them.
+a short description in our own words, and a validator. The topic configs' rows live beside
+the log in :mod:`millpond.storage.topic_configs`; the broker's own rows build on them in
+``millpond.broker.config_defs_*``.
 
 Values are parsed as Kafka's ``ConfigDef.parseType`` parses strings: trimmed; booleans are
 ``true``/``false`` in any case; integers are decimal with an optional sign and must fit
@@ -25,8 +25,6 @@ import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NamedTuple
-
-from millpond.storage import config as _storage_config
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
@@ -55,33 +53,21 @@ class ConfigType(enum.IntEnum):
     PASSWORD = 9
 
 
-class ConfigSource(enum.IntEnum):
-    """Where a value comes from, numbered as DescribeConfigsResponse.ConfigSource."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
 class Importance(enum.Enum):
     HIGH = "high"
     MEDIUM = "medium"
     LOW = "low"
 
 
-class ConfigError(_storage_config.ConfigError):
-    """An invalid configuration value; ``key`` names the setting and ``value`` is what was
-    given. A subclass of the storage layer's error, so one ``except`` catches both."""
+class ConfigError(ValueError):
+    """An invalid configuration value (Kafka's INVALID_CONFIG, or a broker that will not
+    start); ``key`` names the setting, because that name is what an operator typed, and
+    ``value`` is what was given."""
 
     def __init__(self, key: str, value: str | None, reason: str) -> None:
         shown = "(missing)" if value is None else repr(value)
-        super().__init__(key, f"invalid value {shown}: {reason}")
+        super().__init__(f"{key}: invalid value {shown}: {reason}")
+        self.key = key
         self.value = value
         self.reason = reason
 
@@ -321,6 +307,31 @@ def parse_value(definition: ConfigDefinition, raw: str) -> Value:
     return value
 
 
+def check_value(definition: ConfigDefinition, value: Value) -> None:
+    """Check an already typed ``value`` as :func:`parse_value` checks a parsed one (its
+    Python type, the Java type's range, the validator); raises :class:`ConfigError`."""
+    kind = definition.type
+    if kind in _TYPE_RANGES:
+        low, high = _TYPE_RANGES[kind]
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        expected = f"a {kind.name.lower()}"
+    elif kind is ConfigType.DOUBLE:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        expected = "a number"
+    elif kind is ConfigType.BOOLEAN:
+        ok, expected = isinstance(value, bool), "true or false"
+    elif kind is ConfigType.LIST:
+        ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+        expected = "a list of strings"
+    else:
+        ok, expected = isinstance(value, str), "a string"
+    reason = None if ok else f"expected {expected}"
+    if reason is None and definition.validator is not None:
+        reason = definition.validator(value)
+    if reason is not None:
+        raise ConfigError(definition.name, to_kafka_string(value), reason)
+
+
 def default_value(definition: ConfigDefinition) -> Value:
     """The typed default (None for a null default)."""
     if definition.default is None:
@@ -337,7 +348,7 @@ def default_value(definition: ConfigDefinition) -> Value:
     return definition.default
 
 
-# Short names the definition tables use (config_defs_server/log/coord).
+# Short names the definition tables use (topic_configs, the broker's config_defs_*).
 BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST, CLASS = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,

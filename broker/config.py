@@ -6,9 +6,14 @@ units and ranges (:mod:`millpond.broker.config_defs`); a value Kafka would refus
 :class:`ConfigError` naming the key, the value and what is allowed; keys millpond does not
 know come back as warnings, never as output.
 
+Settings for what a one-process millpond does not do yet (other roles, a larger quorum,
+TLS, SASL, an authorizer, other group protocols) are refused unless they describe what
+runs (:mod:`millpond.broker.config_support`).
+
 Defaults are Kafka's except where a one-process broker needs its own: the listener is
 ``PLAINTEXT://127.0.0.1:9092`` (loopback only unless told otherwise), ``node.id`` is 1,
-``process.roles`` is ``broker,controller``, the internal topics' replication factors are
+``process.roles`` is ``broker,controller``, ``group.coordinator.rebalance.protocols`` is
+``classic``, the internal topics' replication factors are
 1, and the data directory is :data:`DEFAULT_DATA_DIR` (or ``$MILLPOND_DATA_DIR``).
 
 What DescribeConfigs answers is built in :mod:`millpond.broker.config_defs_describe`,
@@ -46,6 +51,7 @@ from millpond.broker.config_defs_properties import (
     parse_override,
     parse_properties,
 )
+from millpond.broker.config_support import check_supported
 from millpond.storage.config import LogConfig
 from millpond.storage.topic_configs import TOPIC_CONFIGS
 
@@ -233,6 +239,7 @@ def build_config(
     protocols = protocol_map(values, static)
     listeners = parse_listeners("listeners", strs(values["listeners"]), protocols, True)
     controller_names = tuple(n.upper() for n in strs(values["controller.listener.names"]))
+    check_supported(values, static, listeners, controller_names)
     advertised_key = "advertised.listeners" if values["advertised.listeners"] else "listeners"
     advertised_all = (
         parse_listeners(advertised_key, strs(values[advertised_key]), protocols, False)
@@ -263,15 +270,6 @@ def build_config(
             "cannot advertise the non-routable address 0.0.0.0; set advertised.listeners "
             "to an address clients can reach",
         )
-    for listener in listeners:
-        if listener.name not in controller_names:
-            _check(
-                listener.security_protocol == "PLAINTEXT",
-                "listeners",
-                values,
-                f"listener {listener.name} uses {listener.security_protocol}; millpond "
-                "supports only PLAINTEXT listeners so far",
-            )
     inter_broker = values["inter.broker.listener.name"]
     if inter_broker is not None:
         _check(

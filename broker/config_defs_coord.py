@@ -20,6 +20,7 @@ from millpond.storage.config_def import (
     SHORT,
     STR,
     ConfigDefinition,
+    Value,
     at_least,
     define,
     list_of,
@@ -29,6 +30,19 @@ from millpond.storage.config_def import (
 
 MIB = 1024 * 1024
 GROUP_TYPES = ("classic", "consumer", "share", "streams")
+_GROUP_TYPES = list_of(*GROUP_TYPES, allow_empty=False)
+
+
+def _only_classic(value: Value) -> str | None:
+    """Kafka's check (known protocols, no duplicates), then what millpond implements."""
+    reason = _GROUP_TYPES(value)
+    if reason is None and isinstance(value, tuple) and value != ("classic",):
+        reason = (
+            "millpond's group coordinator supports only the classic protocol so far; set "
+            "it to classic (consumers use group.protocol=classic, Kafka 4's default)"
+        )
+    return reason
+
 
 _ROWS: list[ConfigDefinition] = [
     # replication
@@ -74,9 +88,11 @@ _ROWS: list[ConfigDefinition] = [
            "With tiered storage, lets a new follower start from the last tiered offset.",
            dynamic=True),
     # the group coordinator
-    define("group.coordinator.rebalance.protocols", LIST, "classic,consumer,streams", MEDIUM,
-           "Group protocols the coordinator accepts.",
-           list_of(*GROUP_TYPES, allow_empty=False)),
+    define("group.coordinator.rebalance.protocols", LIST, "classic", MEDIUM,
+           "Group protocols the coordinator accepts; millpond's coordinator implements "
+           "the classic protocol so far, and answers the consumer protocol's requests "
+           "UNSUPPORTED_VERSION, as Kafka does with classic alone.",
+           _only_classic, used=True, kafka_default="classic,consumer,streams"),
     define("group.coordinator.threads", INT, 4, HIGH,
            "Kafka's group coordinator threads.", at_least(1)),
     define("group.coordinator.background.threads", INT, 2, HIGH,

@@ -62,10 +62,10 @@ class Importance(enum.Enum):
 class ConfigError(ValueError):
     """An invalid configuration value (Kafka's INVALID_CONFIG, or a broker that will not
     start); ``key`` names the setting, because that name is what an operator typed, and
-    ``value`` is what was given."""
+    ``value`` is what was given (left out of the message when ``hide``: a secret)."""
 
-    def __init__(self, key: str, value: str | None, reason: str) -> None:
-        shown = "(missing)" if value is None else repr(value)
+    def __init__(self, key: str, value: str | None, reason: str, *, hide: bool = False) -> None:
+        shown = "(hidden)" if hide else "(missing)" if value is None else repr(value)
         super().__init__(f"{key}: invalid value {shown}: {reason}")
         self.key = key
         self.value = value

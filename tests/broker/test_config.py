@@ -83,13 +83,14 @@ def test_unknown_keys_are_warned_not_refused() -> None:
     config, warnings = build(
         num_partitions="2",
         no_such_thing="1",
-        ssl_keystore_location="/k",
+        remote_log_manager_thread_pool_size="2",
         retention_ms="5",
     )
     assert config.num_partitions == 2
     assert warnings == [
         "unknown config no.such.thing; ignored",
-        "ssl.keystore.location is a Kafka setting millpond does not support yet; ignored",
+        "remote.log.manager.thread.pool.size is a Kafka setting millpond does not support "
+        "yet; ignored",
         "retention.ms is a topic config, not a broker config; ignored; the broker-wide "
         "default is log.retention.ms",
     ]

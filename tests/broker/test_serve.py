@@ -111,6 +111,33 @@ def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:
     assert "num.partitions" in result.stderr
 
 
+def test_a_setting_millpond_cannot_honour_stops_the_start_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """A broker-only process would start as broker and controller and say nothing: the
+    start is refused instead, with one line and the config error's exit code."""
+    data = tmp_path / "data"
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "millpond", "serve",
+            "--override", "process.roles=broker",
+            "--override", f"log.dirs={data}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "millpond: process.roles: invalid value 'broker': millpond runs only in combined "
+        "mode (one process that is broker and controller) so far; set "
+        "process.roles=broker,controller or leave it unset\n"
+    )
+    assert not data.exists()  # nothing was formatted
+
+
 def test_a_port_in_use_is_one_clear_error_and_frees_the_data_directory(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

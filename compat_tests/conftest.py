@@ -67,7 +67,13 @@ NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
 #: What every session broker runs with, Kafka and millpond alike. The scenarios' records
 #: carry timestamps of November 2023 (SCENARIOS.md), past the default 7-day retention: a
 #: retention check would delete them in the middle of a session, so none runs during one.
-SESSION_BROKER_CONFIGS = {"log.retention.check.interval.ms": "86400000", **GROUP_BROKER_CONFIGS}
+#: Both run only the classic group protocol, the one millpond implements so far (Kafka's
+#: default adds consumer and streams): what a client asking for another sees is compared.
+SESSION_BROKER_CONFIGS = {
+    "log.retention.check.interval.ms": "86400000",
+    "group.coordinator.rebalance.protocols": "classic",
+    **GROUP_BROKER_CONFIGS,
+}
 #: Kafka also checks retention once 30 s after every start, whatever the interval
 #: (test_reference_kafka restarts the session's broker): an internal config of Kafka's
 #: (millpond, whose first check waits a whole interval, has no such setting).

@@ -70,6 +70,8 @@ ROUTES: tuple[Route, ...] = (
     _route(9, 1, 10, "offset_fetch"),
     _route(42, 0, 3, "delete_groups"),
     _route(47, 0, 0, "offset_delete"),
+    _route(68, 0, 1, "consumer_group_heartbeat"),
+    _route(69, 0, 1, "consumer_group_describe"),
     # Topics, records and configs (admin)
     _route(19, 2, 7, "create_topics"),
     _route(20, 1, 6, "delete_topics"),

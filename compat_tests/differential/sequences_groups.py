@@ -18,6 +18,12 @@ from compat_tests.differential.group_helpers import (
 )
 from compat_tests.differential.runner import Session
 from compat_tests.differential.sequences import create_quiet
+from millpond.wire.generated.api.consumer_group_describe_request import (
+    ConsumerGroupDescribeRequest,
+)
+from millpond.wire.generated.api.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
 from millpond.wire.generated.api.describe_groups_request import DescribeGroupsRequest
 from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
 
@@ -289,6 +295,38 @@ def static_member_fenced(s: Session) -> None:
     describe(s, g, label="rebalanced")
     leave(s, g, ("", "i1"), label="leave by instance id")
     describe(s, g, label="empty")
+
+
+# --- the consumer group protocol (KIP-848), with the brokers' protocols classic only ------
+
+
+@sequence
+def consumer_protocol_refused(s: Session) -> None:
+    """With ``group.coordinator.rebalance.protocols=classic`` (the session brokers'), the
+    consumer protocol's APIs are advertised but refused: what makes a librdkafka consumer
+    with ``group.protocol=consumer`` fail instead of waiting."""
+    g = s.group("g")
+    coordinator_ready(s, g)
+    join = ConsumerGroupHeartbeatRequest(
+        group_id=g,
+        member_id="m" * 22,
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=[s.topic("t")],
+        topic_partitions=[],
+    )
+    for version in (0, 1):
+        s.send(join, version, f"first heartbeat v{version}")
+    s.send(ConsumerGroupHeartbeatRequest(group_id=""), 1, "empty group id")
+    s.send(
+        ConsumerGroupHeartbeatRequest(group_id=g, member_id="m" * 22, member_epoch=-1),
+        1,
+        "leave",
+    )
+    for version in (0, 1):
+        describe_them = ConsumerGroupDescribeRequest(group_ids=[g, s.group("other"), ""])
+        s.send(describe_them, version, f"describe v{version}")
+    describe(s, g, label="no group was made")
 
 
 ALL = sorted(SEQUENCES.items())

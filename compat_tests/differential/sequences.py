@@ -730,7 +730,13 @@ def describe_configs_topic(s: Session) -> None:
 
 @sequence
 def describe_configs_broker_keys(s: Session) -> None:
-    keys = ["message.max.bytes", "log.segment.bytes", "log.retention.ms", "compression.type"]
+    keys = [
+        "message.max.bytes",
+        "log.segment.bytes",
+        "log.retention.ms",
+        "compression.type",
+        "group.coordinator.rebalance.protocols",  # classic on both session brokers
+    ]
     for name in ("1", ""):
         request = DescribeConfigsRequest(
             resources=[

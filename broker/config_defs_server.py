@@ -47,14 +47,15 @@ _ROWS: list[ConfigDefinition] = [
            "Deprecated alias of node.id; when both are set they must agree.", used=True),
     define("process.roles", LIST, "broker,controller", HIGH,
            "Roles this process plays: broker, controller or both. Kafka requires it; "
-           "millpond defaults to both (combined mode).",
+           "millpond runs both (combined mode) so far, its default, and refuses one alone.",
            list_of("broker", "controller", allow_empty=False), used=True),
     define("controller.listener.names", LIST, "", HIGH,
            "Names of the listeners the controller uses; those listeners are not advertised "
            "to clients. Kafka requires it; millpond's in-process controller needs none.",
            list_of(), used=True),
     define("sasl.mechanism.controller.protocol", STR, "GSSAPI", HIGH,
-           "SASL mechanism for connections to the controllers."),
+           "SASL mechanism for connections to the controllers. millpond has no SASL yet: "
+           "a broker given this setting refuses to start.", used=True),
     define("initial.broker.registration.timeout.ms", INT, 60_000, MEDIUM,
            "How long a starting broker waits to register with the controller."),
     define("broker.heartbeat.interval.ms", INT, 2000, MEDIUM,
@@ -65,10 +66,13 @@ _ROWS: list[ConfigDefinition] = [
            "Rack of this broker, reported in Metadata responses.", used=True),
     # the metadata quorum
     define("controller.quorum.voters", LIST, "", HIGH,
-           "Static quorum voters as id@host:port entries. A single-node millpond runs a "
-           "one-voter quorum of itself and needs none.", list_of()),
+           "Static quorum voters as id@host:port entries. millpond runs a quorum of one "
+           "voter, this node: unset, or this node alone (node.id@host:port); any other "
+           "value stops the start.", list_of(), used=True),
     define("controller.quorum.bootstrap.servers", LIST, "", HIGH,
-           "host:port of controllers to contact to discover the quorum.", list_of()),
+           "host:port of controllers to contact to discover the quorum. millpond's quorum "
+           "is this node alone: unset, or this node's controller listeners; any other "
+           "value stops the start.", list_of(), used=True),
     define("controller.quorum.election.timeout.ms", INT, 1000, HIGH,
            "How long a voter waits without a leader before starting an election.",
            at_least(0)),
@@ -112,7 +116,8 @@ _ROWS: list[ConfigDefinition] = [
     # listeners and sockets
     define("listeners", LIST, DEFAULT_LISTENERS, HIGH,
            "Addresses to listen on as NAME://host:port; an empty host means every "
-           "interface.", list_of(allow_empty=False), used=True, dynamic=True,
+           "interface. millpond serves PLAINTEXT listeners only so far.",
+           list_of(allow_empty=False), used=True, dynamic=True,
            kafka_default="PLAINTEXT://:9092"),
     define("advertised.listeners", LIST, None, HIGH,
            "Addresses given to clients, when they differ from listeners; 0.0.0.0 is "
@@ -189,7 +194,8 @@ _ROWS: list[ConfigDefinition] = [
     define("controlled.shutdown.enable", BOOL, True, MEDIUM,
            "Whether a stopping broker first moves its leaderships elsewhere."),
     define("authorizer.class.name", STR, "", LOW,
-           "Authorizer plug-in class; empty means no authorization."),
+           "Authorizer plug-in class; empty means no authorization. millpond has no "
+           "authorizer yet: any other value stops the start.", used=True),
     define("config.providers", LIST, "", LOW,
            "Plug-ins that resolve indirect config values.", list_of(), dynamic=True),
     define("server.max.startup.time.ms", LONG, LONG_MAX, MEDIUM,

@@ -8,9 +8,9 @@ key is a topic config and every value parses and passes its row's validator
 (:func:`parse_topic_configs`); otherwise the error names the first bad key, which Kafka
 answers INVALID_CONFIG.
 
-One range is wider than Kafka 4.4's: ``segment.bytes`` goes down to 14 bytes (the smallest
-record batch), where Kafka asks at least 1 MiB of topic configs and keeps smaller segments
-for its internal ``internal.segment.bytes``.
+One range is wider than Kafka 4.4's: ``segment.bytes`` goes down to 14 bytes (Kafka's floor
+before 4.0), where Kafka 4.4 answers INVALID_CONFIG below 1 MiB and keeps smaller segments
+for its internal ``internal.segment.bytes``; tests of rolling and retention rely on it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ __all__ = [
     "parse_topic_configs",
 ]
 
-#: The smallest segment: one record batch header (LegacyRecord.RECORD_OVERHEAD_V0).
+#: The smallest segment.bytes: Kafka's floor before 4.0 (LegacyRecord.RECORD_OVERHEAD_V0).
 SEGMENT_BYTES_MIN = 14
 MIB = 1024 * 1024
 MAX_MESSAGE_BYTES_DEFAULT = MIB + 12  # one MiB plus the record batch log overhead

@@ -1,9 +1,47 @@
-"""What a handler knows about the request besides its body: who sent it, on which
-connection, at which version."""
+"""What a handler knows about the request besides its body: who sent it (the
+authenticated principal, the client's address), on which listener and connection, at
+which version.
+
+As in Kafka, every connection arrives on a named listener (``PLAINTEXT``, ``CONTROLLER``:
+the names of ``listeners``) with its security protocol, and carries one principal, set
+when the connection authenticates. A PLAINTEXT listener authenticates nobody: its
+principal is ``User:ANONYMOUS``. SSL and SASL listeners will set a principal of their own.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from millpond.wire import RequestHeader
+
+
+class KafkaPrincipal(NamedTuple):
+    """Who a connection authenticated as: a type (``User``) and a name, written as Kafka
+    writes them, ``User:alice``."""
+
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+
+#: The principal of every connection that did not authenticate (PLAINTEXT), as Kafka's.
+ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
+
+
+class ListenerInfo(NamedTuple):
+    """The listener a connection came in on: its name in ``listeners`` and its security
+    protocol (``listener.security.protocol.map``), and whether it is a controller
+    listener (``controller.listener.names``)."""
+
+    name: str
+    security_protocol: str = "PLAINTEXT"
+    controller: bool = False
+
+
+#: The listener of a broker built without a config (tests, the embedded broker).
+DEFAULT_LISTENER = ListenerInfo("PLAINTEXT")
 
 
 class RequestContext:
@@ -12,16 +50,33 @@ class RequestContext:
     __slots__ = (
         "api_key",
         "api_version",
+        "client_address",
         "client_id",
         "connection_id",
         "correlation_id",
+        "listener",
         "peer",
+        "principal",
         "unknown_api_versions",
     )
 
-    def __init__(self, connection_id: int, peer: str) -> None:
+    def __init__(
+        self,
+        connection_id: int,
+        peer: str,
+        listener: ListenerInfo = DEFAULT_LISTENER,
+        principal: KafkaPrincipal = ANONYMOUS,
+        client_address: str = "",
+    ) -> None:
         self.connection_id = connection_id
+        #: ``host:port`` of the client, for log lines.
         self.peer = peer
+        #: The listener the request arrived on.
+        self.listener = listener
+        #: Who the connection authenticated as (``User:ANONYMOUS`` on PLAINTEXT).
+        self.principal = principal
+        #: The client's host address alone (what Kafka's ACLs match as the host).
+        self.client_address = client_address
         self.api_key = -1
         self.api_version = -1
         self.correlation_id = -1

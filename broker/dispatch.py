@@ -10,11 +10,16 @@ awaitable of it (long-poll fetches, ``acks=all`` produces), or ``None`` when Kaf
 sends no response (``acks=0`` produces). Handlers never raise for a Kafka error:
 error codes are response values. An exception out of a handler is a bug: the request
 is logged and the connection closed, and nothing else is affected.
+
+Routes are per listener, as Kafka's: a broker listener serves the broker's APIs, a
+controller listener (``controller.listener.names``) the controller's, each API's spec
+saying where it belongs (``listeners``); a request for an API its listener does not
+serve closes the connection, as Kafka closes it. Every request passes one authorization
+hook (:mod:`millpond.broker.authorization`) before its handler.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,9 +36,9 @@ from millpond.wire import (
 from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
+    from millpond.broker.authorization import Authorizer, Narrowed, RequestGuard, TopicNames
     from millpond.broker.node import Broker
 
-log = logging.getLogger("millpond.broker")
 
 HandlerResult = Message | Awaitable[Message | None] | None
 Handler = Callable[["Broker", RequestContext, Any], HandlerResult]
@@ -54,12 +59,40 @@ class Route(NamedTuple):
 
 
 class CloseConnection(Exception):  # noqa: N818 (a signal, not an error condition)
-    """Raised to the connection: answer nothing more and close (Kafka closes here too)."""
+    """Raised to the connection: answer nothing more and close (Kafka closes here too),
+    logging ``reason`` if given."""
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def listener_routes(routes: Iterable[Route], controller: bool) -> tuple[Route, ...]:
+    """The routes a broker listener (or a controller listener) serves: those whose API
+    the specs place there."""
+    where = "controller" if controller else "broker"
+    return tuple(r for r in routes if where in APIS[r.api_key].listeners)
 
 
 class Dispatcher:
-    def __init__(self, routes: Iterable[Route]) -> None:
+    """One listener's routes and the authorization hook its requests pass."""
+
+    def __init__(
+        self,
+        routes: Iterable[Route],
+        authorizer: Authorizer | None = None,
+        topic_names: TopicNames | None = None,
+    ) -> None:
         self.routes: dict[int, Route] = {}
+        #: None when every request is allowed (the default): nothing to ask per request.
+        self._guard: RequestGuard | None = None
+        if authorizer is not None:
+            # Loaded with the first authorizer: a broker without one never pays for it.
+            from millpond.broker.authorization import RequestGuard  # noqa: PLC0415
+
+            self._guard = RequestGuard.of(authorizer, topic_names or (lambda topic_id: None))
+        #: Whether :meth:`authorize` must be asked (False: it would allow everything).
+        self.guarded = self._guard is not None
         for route in routes:
             if route.api_key in self.routes:
                 raise ValueError(f"two routes for API key {route.api_key}")
@@ -73,8 +106,8 @@ class Dispatcher:
         return sorted((r.api_key, r.min_version, r.max_version) for r in self.routes.values())
 
     def parse(self, frame: memoryview, ctx: RequestContext) -> tuple[Route, Any]:
-        """Decode a request frame for a route, or raise :class:`CloseConnection` (after
-        one log line saying what and from whom) where Kafka would close too.
+        """Decode a request frame for a route, or raise :class:`CloseConnection` (with
+        the reason to log: what and from whom) where Kafka would close too.
 
         An ApiVersions request above the routed range (unknown to the codecs, or only to
         the emulated release) is *not* refused here: the ApiVersions handler answers it in
@@ -85,11 +118,9 @@ class Dispatcher:
             if exc.api_key == 18 and exc.api_version >= 0:
                 ctx.set_unknown_api_versions(exc.api_version, exc.correlation_id)
                 return self.routes[18], None
-            log.warning("closing %s: %s", ctx.peer, exc)
-            raise CloseConnection from None
+            raise CloseConnection(str(exc)) from None
         except DecodeError as exc:
-            log.warning("closing %s: malformed request: %s", ctx.peer, exc)
-            raise CloseConnection from None
+            raise CloseConnection(f"malformed request: {exc}") from None
         ctx.set_header(header)
         route = self.routes.get(header.request_api_key)
         version = header.request_api_version
@@ -100,15 +131,23 @@ class Dispatcher:
         if route is None or not (
             (route.served_min_version or route.min_version) <= version <= route.max_version
         ):
-            log.warning(
-                "closing %s: %s v%d is not served (client %r)",
-                ctx.peer,
-                APIS[header.request_api_key].name,
-                version,
-                header.client_id,
+            name = APIS[header.request_api_key].name
+            where = f" on listener {ctx.listener.name}" if route is None else ""
+            raise CloseConnection(
+                f"{name} v{version} is not served{where} (client {header.client_id!r})"
             )
-            raise CloseConnection
         return route, body
+
+    def authorize(
+        self, route: Route, ctx: RequestContext, request: Any
+    ) -> Message | Narrowed | None:
+        """The authorization hook, asked before every handler when an authorizer is set:
+        None to handle the request, a narrowed request (part of it refused, the refusal
+        added to its response), else the response that refuses it (Kafka's errors:
+        TOPIC_AUTHORIZATION_FAILED per topic, CLUSTER_AUTHORIZATION_FAILED). Raises
+        :class:`CloseConnection` for a refusal the API's response cannot carry."""
+        assert self._guard is not None
+        return self._guard.check(route.api_key, ctx, request)
 
     def encode(self, ctx: RequestContext, response: Message) -> SplicingWriter:
         """The response frame (without its size prefix), fetched records left to splice."""

@@ -33,6 +33,20 @@ class FrameSender:
         self._transport = transport
         self._sendfile = True
 
+    def send_now(self, frame: SplicingWriter) -> bool:
+        """Write ``frame`` now if no region of it goes by sendfile (True); False, having
+        written nothing, when :meth:`send` must be awaited instead."""
+        if not frame.splices:
+            self._transport.writelines((size_prefix(len(frame)), frame))
+            return True
+        for _, source in frame.splices:
+            if isinstance(source, FileRegion) and self._sendable(source) is not None:
+                return False
+        parts: list[bytes | memoryview] = [size_prefix(frame.frame_size())]
+        parts.extend(p if isinstance(p, memoryview) else p.read() for p in frame.parts())
+        self._transport.writelines(parts)
+        return True
+
     async def send(self, frame: SplicingWriter) -> None:
         """Write ``frame`` with its size prefix; returns once the last byte is handed to
         the transport. OSError when a region can no longer be read."""

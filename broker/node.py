@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.config_defs_server import TRACE_FILE_KEY
+from millpond.broker.context import DEFAULT_LISTENER
 from millpond.broker.control import CONTROL_PORT_KEY
 from millpond.broker.control.clock import ControlledClock
 from millpond.broker.dir_lock import DirLock
@@ -27,10 +28,10 @@ from millpond.broker.handlers import ROUTES
 from millpond.broker.maintenance import Maintenance
 from millpond.broker.producer_ids import ProducerIdManager, controller_blocks
 from millpond.broker.replica_manager import ReplicaManager
-from millpond.broker.server import KafkaServer
+from millpond.broker.server import ListenerPlan, Listeners, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
-from millpond.controller.image import BrokerEndpoint, MetadataImage
+from millpond.controller.image import MetadataImage
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.config import ConfigError as LogConfigError
@@ -40,13 +41,14 @@ from millpond.storage.log_manager import LogManager
 from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
+    from millpond.broker.authorization import Authorizer
+    from millpond.broker.context import ListenerInfo
     from millpond.broker.control.http import ControlServer
     from millpond.broker.control.service import BrokerControl
     from millpond.broker.server import KafkaConnection
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 DEFAULT_IDLE_MS = 600_000
-PLAINTEXT = 0  # Kafka's SecurityProtocol id
 
 
 def new_cluster_id(rng: random.Random) -> str:
@@ -96,6 +98,8 @@ class Broker:
         rng: random.Random | None = None,
         config: BrokerConfig | None = None,
         trace: RequestTrace | None = None,
+        listeners: tuple[ListenerPlan, ...] | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.node_id = node_id
         #: Where each request is traced (``millpond serve --trace``), if anywhere.
@@ -145,13 +149,13 @@ class Broker:
             clock=self.clock,
         )
         self.connections: set[KafkaConnection] = set()
-        self.dispatcher = Dispatcher(emulate(routes, self.config.get(EMULATE_KEY)))
-        self._advertised = (advertised_host or host or "127.0.0.1", advertised_port)
-        self.server = KafkaServer(
+        default_advertised = (advertised_host or host or "127.0.0.1", advertised_port)
+        # One server per listener (``from_config``: every one of ``listeners``), each with
+        # its routes; without a config, one PLAINTEXT listener at host:port.
+        self.listeners = Listeners(
             self,
-            self.dispatcher,
-            host,
-            port,
+            listeners or (ListenerPlan(DEFAULT_LISTENER, host, port, default_advertised),),
+            emulate(routes, self.config.get(EMULATE_KEY)),
             max_frame_size=max_request_bytes,
             idle_timeout_ms=idle_ms,
             # Sending, Kafka's 100 KB by default: larger buffers let a fetch response arrive
@@ -160,7 +164,10 @@ class Broker:
                 self.config.get_int("socket.send.buffer.bytes", -1),
                 self.config.get_int("socket.receive.buffer.bytes", -1),
             ),
+            authorizer=authorizer,
         )
+        self.server = self.listeners.primary
+        self.dispatcher: Dispatcher = self.server.dispatcher
         self.data_arrived = asyncio.Event()
         self.replicas.on_append(self._wake_fetches)
         self.maintenance = Maintenance(self)
@@ -170,9 +177,11 @@ class Broker:
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
-        """A broker as ``server.properties`` describes it (first listener, first log dir)."""
-        listener = config.listeners[0]
-        advertised = config.advertised_listeners[0]
+        """A broker as ``server.properties`` describes it: every listener, the first log
+        dir. ConfigError for a listener whose security protocol millpond cannot serve."""
+        plans = plan_listeners(
+            config.listeners, config.advertised_listeners, config.controller_listener_names
+        )
         trace_file = config.get(TRACE_FILE_KEY)
         opened = None
         if trace_file and kwargs.get("trace") is None:
@@ -181,10 +190,7 @@ class Broker:
             return cls(
                 data_dir=config.log_dirs[0],
                 node_id=config.node_id,
-                host=listener.host,
-                port=listener.port,
-                advertised_host=advertised.resolved().host,
-                advertised_port=advertised.port or None,
+                listeners=tuple(plans),
                 max_request_bytes=config.socket_request_max_bytes,
                 idle_ms=config.connections_max_idle_ms,
                 num_partitions=config.num_partitions,
@@ -243,14 +249,22 @@ class Broker:
 
     @property
     def advertised(self) -> tuple[str, int]:
-        host, port = self._advertised
-        return host, port if port is not None else self.port
+        """Where clients of the first broker listener reach this broker."""
+        return self.listeners.advertised()
+
+    def advertised_on(self, listener: ListenerInfo) -> tuple[str, int]:
+        """Where clients of ``listener`` reach this broker (Kafka answers each client
+        with the endpoints of the listener it came in on)."""
+        return self.listeners.advertised(listener.name)
+
+    def dispatcher_on(self, listener: ListenerInfo) -> Dispatcher:
+        """The routes of ``listener`` (what ApiVersions advertises there)."""
+        return self.listeners.dispatcher(listener)
 
     async def start(self) -> None:
-        await self.server.start()
-        host, port = self.advertised
-        endpoint = BrokerEndpoint("PLAINTEXT", host, port, PLAINTEXT)
-        registration = self.controller.register_broker(self.node_id, [endpoint]).response
+        await self.listeners.start()
+        endpoints = self.listeners.endpoints()
+        registration = self.controller.register_broker(self.node_id, endpoints).response
         # Producer ids come in blocks the controller grants this broker incarnation.
         self.producer_ids = ProducerIdManager(
             controller_blocks(self.controller, self.node_id, registration.broker_epoch)
@@ -271,7 +285,7 @@ class Broker:
             await self.control_server.stop()
         await self.maintenance.stop()
         await self.groups.stop()
-        await self.server.stop()
+        await self.listeners.stop()
         await asyncio.gather(*(conn.closed() for conn in list(self.connections)))
         self.replicas.shutdown()  # producer state snapshots at each log end
         self.log_manager.shutdown()

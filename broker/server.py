@@ -1,75 +1,77 @@
-"""The network edge: accept connections, frame requests, answer them in order.
+"""The network edge: listen on each listener, and drive each connection's state machine.
 
-Each connection is an :class:`asyncio.Protocol`. Bytes go through the wire layer's
-:class:`~millpond.wire.framing.FrameReader`, which refuses a size prefix above
-``socket.request.max.bytes`` before reading the body. Requests on one connection are
-handled strictly one after another, and answered in the order they came, as Kafka
-does (it mutes a connection while one of its requests is in flight); many connections
-proceed concurrently on the one event loop. Reading pauses while too many requests
-wait, so a pipelining client cannot make us buffer without bound.
-
-Anything a peer sends that we cannot or will not answer closes that connection with
-one log line; nothing it sends can stop the server or other connections.
+Every listener of ``listeners`` is one :class:`KafkaServer` with its own routes (a broker
+listener the broker's APIs, a controller listener the controller's). Each accepted socket
+is a :class:`KafkaConnection`, the asyncio protocol around a sans-I/O
+:class:`~millpond.broker.network.connection.Connection`: it hands the connection the
+bytes read, awaits the handlers that must wait (long-poll fetches), writes the frames it
+is given (records spliced from segment files: :mod:`millpond.broker.frame_sender`),
+pauses and resumes reading when told, and closes with the reason it is given, in one
+log line. Many connections proceed concurrently on the one event loop; nothing a peer
+sends can stop the server or other connections.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import logging
 import socket
 import time
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from millpond.broker import trace as trace_outcomes
-from millpond.broker.context import RequestContext
-from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
+from millpond.broker.context import ANONYMOUS, DEFAULT_LISTENER, ListenerInfo, RequestContext
+from millpond.broker.dispatch import Dispatcher, HandlerResult, Route, listener_routes
 from millpond.broker.frame_sender import FrameSender
-from millpond.wire import DecodeError, Message
-from millpond.wire.framing import FrameReader
+from millpond.broker.network.connection import Connection
+from millpond.wire import Message
 from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from millpond.broker.authorization import Authorizer
+    from millpond.broker.config_defs_listeners import Listener
     from millpond.broker.control.faults import FaultRule
     from millpond.broker.node import Broker
+    from millpond.controller.image import BrokerEndpoint
 
 log = logging.getLogger("millpond.broker")
 
-MAX_QUEUED_REQUESTS = 64
 _connection_ids = itertools.count(1)
 
 
 class KafkaConnection(asyncio.Protocol):
+    """One socket, and the edge its :class:`Connection` asks for I/O."""
+
     def __init__(
         self,
         broker: Broker,
         dispatcher: Dispatcher,
         max_frame_size: int,
         buffer_sizes: tuple[int, int] = (-1, -1),
+        listener: ListenerInfo = DEFAULT_LISTENER,
     ) -> None:
         self._broker = broker
         #: SO_SNDBUF and SO_RCVBUF to set (-1: the OS's), as socket.send/receive.buffer.bytes.
         self._buffer_sizes = buffer_sizes
         self._dispatcher = dispatcher
-        self._reader = FrameReader(max_frame_size)
-        self._queue: deque[memoryview] = deque()
+        self._max_frame_size = max_frame_size
+        self._listener = listener
         self._transport: asyncio.Transport | None = None
         self._sender: FrameSender | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._paused = False
-        self._closing = False
-        #: A drop fault hit this connection: it reads on and never answers again.
-        self._silent = False
+        self._loop = asyncio.get_running_loop()
+        #: Handlers being awaited and frames being sent: cancelled when the socket closes.
+        self._tasks: set[asyncio.Task[None]] = set()
         self.connection_id = next(_connection_ids)
         self.peer = "?"
-        self.last_active = asyncio.get_running_loop().time()
+        self.core: Connection | None = None
 
     @property
     def idle(self) -> bool:
-        """Nothing queued and nothing being handled."""
-        return not self._queue and (self._worker is None or self._worker.done())
+        """Nothing queued, being handled or being sent."""
+        return self.core is None or self.core.idle
 
     # -- asyncio.Protocol --------------------------------------------------------------
 
@@ -84,164 +86,123 @@ class KafkaConnection(asyncio.Protocol):
                 if size > 0:
                     sock.setsockopt(socket.SOL_SOCKET, option, size)
         peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._broker.connections.add(self)
+        broker = self._broker
+        self.core = Connection(
+            self,
+            self._dispatcher,
+            self._serve,
+            max_frame_size=self._max_frame_size,
+            clock=time.monotonic_ns,
+            connection_id=self.connection_id,
+            peer=self.peer,
+            listener=self._listener,
+            principal=ANONYMOUS,  # PLAINTEXT: nobody authenticates
+            client_address=address,
+            faults=self._fault,
+            trace=broker.trace,
+        )
+        broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closing = True
+        if self.core is not None:
+            self.core.lost()
         self._broker.connections.discard(self)
-        if self._worker is not None and not self._worker.done():
-            self._worker.cancel()
+        for task in list(self._tasks):
+            task.cancel()
 
     def data_received(self, data: bytes) -> None:
-        if self._closing or self._silent:
-            return
-        self.last_active = asyncio.get_running_loop().time()
-        try:
-            self._reader.feed(data)
-        except DecodeError as exc:
-            log.warning("closing %s: %s", self.peer, exc)
-            self.close()
-            return
-        while (frame := self._reader.next_frame()) is not None:
-            self._queue.append(frame)
-        if self._queue and (self._worker is None or self._worker.done()):
-            self._worker = asyncio.get_running_loop().create_task(self._work())
-        if len(self._queue) >= MAX_QUEUED_REQUESTS and not self._paused:
-            assert self._transport is not None
-            self._transport.pause_reading()
-            self._paused = True
+        assert self.core is not None
+        self.core.receive(data)
 
     def eof_received(self) -> bool | None:
         return None  # close when the peer does
 
-    # -- handling ----------------------------------------------------------------------
+    # -- what the connection core needs of the broker ----------------------------------
 
-    async def _work(self) -> None:
-        while self._queue and not self._closing:
-            frame = self._queue.popleft()
-            if self._paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2:
-                assert self._transport is not None
-                self._transport.resume_reading()
-                self._paused = False
-            try:
-                response = await self._handle(frame)
-            except CloseConnection:
-                self.close()
-                return
-            if response is not None and not self._closing and not self._silent:
-                assert self._sender is not None
-                try:
-                    await self._sender.send(response)
-                except OSError as exc:
-                    log.warning("closing %s: cannot send a response: %s", self.peer, exc)
-                    self.close()
-                    return
-            self.last_active = asyncio.get_running_loop().time()
+    def _serve(self, route: Route, ctx: RequestContext, request: Any) -> HandlerResult:
+        return route.handler(self._broker, ctx, request)
 
-    async def _handle(self, frame: memoryview) -> SplicingWriter | None:
-        ctx = RequestContext(self.connection_id, self.peer)
-        route, request = self._dispatcher.parse(frame, ctx)
-        trace = self._broker.trace
-        if trace is None:
-            return self._encode(route, ctx, await self._answer(route, ctx, request))
-        started = time.perf_counter_ns()
-        outcome = trace_outcomes.CLOSED
-        response: Message | None = None
-        try:
-            response = await self._answer(route, ctx, request)
-            encoded = self._encode(route, ctx, response)
-            outcome = trace_outcomes.NO_RESPONSE if encoded is None else trace_outcomes.ANSWERED
-            return encoded
-        finally:
-            trace.record(ctx, started, outcome, request, response)
-
-    async def _answer(self, route: Route, ctx: RequestContext, request: Any) -> Message | None:
-        if self._broker.faults_armed:
-            control = self._broker.control
-            rule = control.faults.take(route.api_key, ctx.client_id, request, control.topic_name)
-            if rule is not None:
-                return await self._inject(rule, route, ctx, request)
-        return await self._handle_normally(route, ctx, request)
-
-    async def _inject(
-        self, rule: FaultRule, route: Route, ctx: RequestContext, request: Any
-    ) -> Message | None:
-        """Carry out a fault rule (:mod:`millpond.broker.control.faults`)."""
-        # Loaded with the first fault rule (by the control service), not at start-up.
-        from millpond.broker.control.error_responses import error_response  # noqa: PLC0415
-        from millpond.broker.control.faults import FaultAction  # noqa: PLC0415
-
-        log.info(
-            "fault rule %d: %s on %s v%d from %s (client %r)",
-            rule.id, rule.action.value, route.name, ctx.api_version, self.peer, ctx.client_id,
-        )  # fmt: skip
-        if rule.action is FaultAction.CLOSE:
-            raise CloseConnection
-        if rule.action is FaultAction.DROP:
-            self._silent = True
-            self._queue.clear()
+    def _fault(self, route: Route, ctx: RequestContext, request: Any) -> FaultRule | None:
+        broker = self._broker
+        if not broker.faults_armed:
             return None
-        if rule.action is FaultAction.DELAY:
-            response = await self._handle_normally(route, ctx, request)
-            await asyncio.sleep(rule.delay_ms / 1000)
-            return response
-        if request is None:  # an ApiVersions request above what we know: no body to answer
-            raise CloseConnection
-        refusal = error_response(route.api_key, ctx.api_version, request, rule.error_code)
-        if refusal is None:
-            raise CloseConnection
-        return refusal
+        control = broker.control
+        return control.faults.take(route.api_key, ctx.client_id, request, control.topic_name)
 
-    async def _handle_normally(
-        self, route: Route, ctx: RequestContext, request: Any
-    ) -> Message | None:
+    # -- the edge (ConnectionEdge) -----------------------------------------------------
+
+    def send(self, frame: SplicingWriter) -> bool:
+        assert self._sender is not None
+        if self._sender.send_now(frame):
+            return True
+        self._spawn(self._send(frame))
+        return False
+
+    async def _send(self, frame: SplicingWriter) -> None:
+        assert self._sender is not None and self.core is not None
         try:
-            result = route.handler(self._broker, ctx, request)
-            if inspect.isawaitable(result):
-                result = await result
-            return result
-        except CloseConnection:
-            raise
-        except Exception:  # noqa: BLE001 (a handler's bug: logged, its connection closed)
-            self._log_failure(route, ctx)
-            raise CloseConnection from None
+            await self._sender.send(frame)
+        except OSError as exc:
+            self.close(f"cannot send a response: {exc}")
+            return
+        self.core.sent()
 
-    def _encode(
-        self, route: Route, ctx: RequestContext, response: Message | None
-    ) -> SplicingWriter | None:
-        if response is None:
-            return None
+    def wait(self, token: int, pending: Awaitable[Message | None]) -> None:
+        self._spawn(self._await(token, pending))
+
+    async def _await(self, token: int, pending: Awaitable[Message | None]) -> None:
+        assert self.core is not None
         try:
-            return self._dispatcher.encode(ctx, response)
-        except Exception:  # noqa: BLE001 (a handler's bug: logged, its connection closed)
-            self._log_failure(route, ctx)
-            raise CloseConnection from None
+            response = await pending
+        except Exception as exc:  # noqa: BLE001 (the core closes: a refusal or a bug)
+            self.core.failed(token, exc)
+            return
+        self.core.completed(token, response)
 
-    def _log_failure(self, route: Route, ctx: RequestContext) -> None:
-        """A handler's bug: one log line with its traceback; the connection closes."""
-        log.exception(
-            "closing %s: %s v%d failed (correlation id %d, client %r)",
-            self.peer, route.name, ctx.api_version, ctx.correlation_id, ctx.client_id,
-        )  # fmt: skip
+    def wake_at(self, deadline_ns: int) -> None:
+        assert self.core is not None
+        delay_s = max(deadline_ns - time.monotonic_ns(), 0) / 1e9
+        self._loop.call_later(delay_s, self.core.tick)
 
-    def close(self) -> None:
-        self._closing = True
+    def pause_reading(self) -> None:
+        assert self._transport is not None
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        assert self._transport is not None
+        self._transport.resume_reading()
+
+    def close(
+        self, reason: str | None = None, level: int = logging.WARNING,
+        failure: BaseException | None = None,
+    ) -> None:  # fmt: skip
+        if reason is not None:
+            exc_info = (type(failure), failure, failure.__traceback__) if failure else None
+            log.log(level, "closing %s: %s", self.peer, reason, exc_info=exc_info)
         if self._transport is not None:
             self._transport.close()
+
+    def _spawn(self, work: Any) -> None:
+        task: asyncio.Task[None] = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def closed(self) -> None:
         """Close, and wait until no request of this connection is still being handled
         (a long-poll fetch, a delayed answer): nothing of it runs after the broker stops."""
         self.close()
-        worker = self._worker
-        if worker is not None and not worker.done():
-            worker.cancel()
-            await asyncio.gather(worker, return_exceptions=True)
+        if self.core is not None:
+            self.core.lost()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class KafkaServer:
-    """A listening socket whose connections are :class:`KafkaConnection`."""
+    """One listener's socket; its connections are :class:`KafkaConnection`."""
 
     def __init__(
         self,
@@ -253,9 +214,11 @@ class KafkaServer:
         max_frame_size: int,
         idle_timeout_ms: int,
         buffer_sizes: tuple[int, int] = (-1, -1),
+        listener: ListenerInfo = DEFAULT_LISTENER,
     ) -> None:
         self._broker = broker
-        self._dispatcher = dispatcher
+        self.dispatcher = dispatcher
+        self.listener = listener
         self._buffer_sizes = buffer_sizes
         self._host = host
         self._port = port
@@ -275,7 +238,11 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: KafkaConnection(
-                self._broker, self._dispatcher, self._max_frame_size, self._buffer_sizes
+                self._broker,
+                self.dispatcher,
+                self._max_frame_size,
+                self._buffer_sizes,
+                self.listener,
             ),
             self._host or None,
             self._port,
@@ -287,15 +254,13 @@ class KafkaServer:
     async def _close_idle(self) -> None:
         """``connections.max.idle.ms``: close connections with nothing in flight that
         have been silent that long (checked a few times per timeout)."""
-        loop = asyncio.get_running_loop()
         period = min(max(self._idle_timeout_s / 4, 0.01), 30.0)
+        timeout_ns = int(self._idle_timeout_s * 1e9)
         while True:
             await asyncio.sleep(period)
-            deadline = loop.time() - self._idle_timeout_s
             for conn in list(self._broker.connections):
-                if conn.last_active < deadline and conn.idle:
-                    log.info("closing %s: idle for %.0f ms", conn.peer, self._idle_timeout_s * 1000)
-                    conn.close()
+                if conn.core is not None and conn.core.listener is self.listener:
+                    conn.core.close_if_idle(timeout_ns)
 
     async def stop(self) -> None:
         """Stop accepting; connections are closed by the broker once in-flight work ends."""
@@ -304,3 +269,135 @@ class KafkaServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+
+#: Kafka's SecurityProtocol ids, as broker registrations carry them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+#: Security protocols millpond can serve so far.
+SERVED_PROTOCOLS = ("PLAINTEXT",)
+#: The controller's APIs millpond serves on a controller listener: the admin APIs its
+#: handlers answer as the controller would (topics, partitions, configs, features) and
+#: ApiVersions. Raft's Fetch and DescribeCluster's list of controllers need a quorum.
+CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 44, 57})
+
+
+class ListenerPlan(NamedTuple):
+    """One listener to serve: where it binds and what it advertises."""
+
+    info: ListenerInfo
+    host: str
+    port: int
+    #: Advertised host and port (None: the bound port), for broker listeners.
+    advertised: tuple[str, int | None] | None
+
+
+def plan_listeners(
+    listeners: Sequence[Listener],
+    advertised: Sequence[Listener],
+    controller_names: Sequence[str],
+) -> list[ListenerPlan]:
+    """Every listener of ``listeners`` to serve, broker listeners first. Raises
+    ConfigError for a security protocol millpond cannot serve yet (serving it as
+    PLAINTEXT would be a lie)."""
+    from millpond.broker.config import ConfigError  # noqa: PLC0415 (only from a config)
+
+    by_name = {a.name: a for a in advertised}
+    plans: list[ListenerPlan] = []
+    for listener in listeners:
+        if listener.security_protocol not in SERVED_PROTOCOLS:
+            raise ConfigError(
+                "listeners",
+                ",".join(str(x) for x in listeners),
+                f"listener {listener.name} uses {listener.security_protocol}; millpond "
+                f"serves only {', '.join(SERVED_PROTOCOLS)} listeners so far",
+            )
+        controller = listener.name in controller_names
+        info = ListenerInfo(listener.name, listener.security_protocol, controller)
+        shown = None
+        if not controller:
+            own = by_name.get(listener.name, listener).resolved()
+            shown = (own.host, own.port or None)
+        plans.append(ListenerPlan(info, listener.host, listener.port, shown))
+    plans.sort(key=lambda p: p.info.controller)
+    return plans
+
+
+class Listeners:
+    """The broker's servers, one per listener, each with its own routes."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        plans: Sequence[ListenerPlan],
+        routes: Sequence[Route],
+        *,
+        max_frame_size: int,
+        idle_timeout_ms: int,
+        buffer_sizes: tuple[int, int] = (-1, -1),
+        authorizer: Authorizer | None = None,
+    ) -> None:
+        def topic_name(topic_id: bytes) -> str | None:
+            topic = broker.image.topic_by_id(topic_id)
+            return None if topic is None else topic.name
+
+        self.plans = {plan.info.name: plan for plan in plans}
+        self.servers: list[KafkaServer] = []
+        for plan in plans:
+            served = listener_routes(routes, plan.info.controller)
+            if plan.info.controller:
+                served = tuple(r for r in served if r.api_key in CONTROLLER_APIS)
+            dispatcher = Dispatcher(served, authorizer, topic_name)
+            self.servers.append(
+                KafkaServer(
+                    broker,
+                    dispatcher,
+                    plan.host,
+                    plan.port,
+                    max_frame_size=max_frame_size,
+                    idle_timeout_ms=idle_timeout_ms,
+                    buffer_sizes=buffer_sizes,
+                    listener=plan.info,
+                )
+            )
+        self.by_name = {server.listener.name: server for server in self.servers}
+        #: The first broker listener: the one ``Broker.port`` and log lines name.
+        self.primary = self.servers[0]
+
+    def dispatcher(self, listener: ListenerInfo) -> Dispatcher:
+        server = self.by_name.get(listener.name)
+        return (server or self.primary).dispatcher
+
+    def advertised(self, name: str | None = None) -> tuple[str, int]:
+        """The host and port clients of listener ``name`` (the first broker listener's
+        by default, and for a controller listener) are told to reach the broker at."""
+        server = self.by_name.get(name or "") or self.primary
+        if server.listener.controller:
+            server = self.primary
+        plan = self.plans[server.listener.name]
+        assert plan.advertised is not None
+        host, port = plan.advertised
+        return host, port if port is not None else server.port
+
+    def endpoints(self) -> list[BrokerEndpoint]:
+        """The broker listeners as the broker registers them with the controller."""
+        from millpond.controller.image import BrokerEndpoint  # noqa: PLC0415
+
+        out = []
+        for server in self.servers:
+            if not server.listener.controller:
+                host, port = self.advertised(server.listener.name)
+                protocol = server.listener.security_protocol
+                out.append(
+                    BrokerEndpoint(
+                        server.listener.name, host, port, SECURITY_PROTOCOL_IDS[protocol]
+                    )
+                )
+        return out
+
+    async def start(self) -> None:
+        for server in self.servers:
+            await server.start()
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            await server.stop()

@@ -2,10 +2,10 @@
 tools that need to know what clients really send (``millpond serve --trace FILE``, or
 the ``millpond.trace.file`` config; ``millpond trace FILE`` reads it).
 
-A line names the connection and the client, the API (name, key and version), the
-correlation id, how long the broker took and how the request ended: ``answered``, ``no
-response`` (a Produce with acks=0) or ``closed`` (the broker closed the connection
-instead of answering). ``request`` and ``response`` hold the decoded messages as data,
+A line names the connection, its listener and principal, and the client, the API (name,
+key and version), the correlation id, how long the broker took and how the request ended:
+``answered``, ``no response`` (a Produce with acks=0) or ``closed`` (the broker closed the
+connection instead of answering). ``request`` and ``response`` hold the decoded messages as data,
 with record sets abbreviated to their batches' headers (offsets, counts, producer ids
 and sequences, codec, size: what the protocol lint reads) and other byte fields to their
 length. Requests too malformed to name an API are not traced; the server log says why
@@ -47,23 +47,25 @@ class RequestTrace:
     def record(
         self,
         ctx: RequestContext,
-        started_ns: int,
+        latency_ns: int,
         outcome: str,
         request: Struct | None = None,
         response: Struct | None = None,
     ) -> None:
-        """Trace one request that ``ctx`` describes, begun at ``started_ns``
-        (``time.perf_counter_ns``), with its decoded body and response if any."""
+        """Trace one request that ``ctx`` describes, which took ``latency_ns`` from its
+        dispatch to its end, with its decoded body and response if any."""
         line = {
             "ts": time.time_ns() // 1_000_000,
             "connection": ctx.connection_id,
+            "listener": ctx.listener.name,
+            "principal": str(ctx.principal),
             "peer": ctx.peer,
             "client": ctx.client_id,
             "api": APIS[ctx.api_key].name if ctx.api_key in APIS else None,
             "key": ctx.api_key,
             "version": ctx.api_version,
             "correlation_id": ctx.correlation_id,
-            "latency_us": (time.perf_counter_ns() - started_ns) // 1000,
+            "latency_us": latency_ns // 1000,
             "outcome": outcome,
             "request": _data_or_reason(request),
             "response": _data_or_reason(response),

@@ -111,6 +111,11 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 1
+    except ConfigError as exc:  # a listener it cannot serve
+        if tracer is not None:
+            tracer.close()
+        sys.stderr.write(f"millpond: {exc}\n")
+        return 2
     try:
         await broker.start()
     except OSError as exc:  # the listener's (or the control endpoint's) port is taken

@@ -40,7 +40,7 @@ def handle(
     broker: Broker, ctx: RequestContext, request: ApiVersionsRequest | None
 ) -> ApiVersionsResponse:
     if request is None or ctx.unknown_api_versions:
-        own = broker.dispatcher.routes[18]
+        own = broker.dispatcher_on(ctx.listener).routes[18]
         return ApiVersionsResponse(
             error_code=ErrorCode.UNSUPPORTED_VERSION,
             api_keys=[ApiVersion(api_key=18, min_version=0, max_version=own.max_version)],
@@ -52,6 +52,6 @@ def handle(
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     keys = [
         ApiVersion(api_key=key, min_version=low, max_version=high)
-        for key, low, high in broker.dispatcher.advertised()
+        for key, low, high in broker.dispatcher_on(ctx.listener).advertised()
     ]
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)

@@ -62,7 +62,7 @@ def handle(
         )
         for b in sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
         if fenced_too or not b.fenced
-        for e in b.endpoints[:1]
+        for e in [e for e in b.endpoints if e.name == ctx.listener.name][:1]
     ]
     listed = {b.broker_id for b in brokers if not b.is_fenced}
     response = DescribeClusterResponse(

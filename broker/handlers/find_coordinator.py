@@ -33,11 +33,11 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_VERSION = 4
 
 
-def _lookup(broker: Broker, key: str, key_type: int) -> Coordinator:
+def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     if key_type in (GROUP, TRANSACTION):
         if key_type == GROUP:
             broker.groups.ensure_topic()
-        host, port = broker.advertised
+        host, port = broker.advertised_on(ctx.listener)
         return Coordinator(key=key, node_id=broker.node_id, host=host, port=port)
     if key_type == SHARE:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator of this type yet"
@@ -54,9 +54,9 @@ def handle(
     key_type = request.key_type if ctx.api_version >= 1 else GROUP
     if ctx.api_version >= BATCHED_VERSION:
         return FindCoordinatorResponse(
-            coordinators=[_lookup(broker, key, key_type) for key in request.coordinator_keys]
+            coordinators=[_lookup(broker, ctx, key, key_type) for key in request.coordinator_keys]
         )
-    found = _lookup(broker, request.key, key_type)
+    found = _lookup(broker, ctx, request.key, key_type)
     return FindCoordinatorResponse(
         error_code=found.error_code,
         # v1-3: Kafka names the code even on success ("NONE"), checked by test_differential.

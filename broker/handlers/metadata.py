@@ -1,7 +1,7 @@
 """Metadata (key 3), v0-13: brokers, controller, topics and their partitions.
 
 Behaviour, as Apache Kafka 4.4:
-- Brokers: every unfenced broker of the image with its advertised endpoint; the
+- Brokers: every unfenced broker of the image with its endpoint on the request's listener; the
   controller id is this node (combined mode), so kafkajs finds it among the brokers.
 - Topics: v0 sends all topics for an empty list; v1+ all for null, none for empty.
   v10+ carry topic ids; v12+ may ask by id (unknown id: UNKNOWN_TOPIC_ID, name null).
@@ -65,12 +65,12 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Met
             else:
                 topics.append(_missing_topic(broker, name, allow_create))
                 image = broker.image
-    host, port = broker.advertised
+    host, port = broker.advertised_on(ctx.listener)
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=e.host, port=e.port, rack=b.rack)
         for b in image.brokers.values()
         if not b.fenced
-        for e in b.endpoints[:1]
+        for e in [e for e in b.endpoints if e.name == ctx.listener.name][:1]
     ] or [MetadataResponseBroker(node_id=broker.node_id, host=host, port=port)]
     return MetadataResponse(
         brokers=brokers,

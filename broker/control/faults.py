@@ -3,7 +3,7 @@ unanswered or close their connection, so a client's retry and recovery paths can
 tested against a real broker.
 
 Sans-I/O: a :class:`FaultPlan` holds the rules and says which one a request meets; the
-connection (:mod:`millpond.broker.server`) carries the action out. A rule matches an
+connection (:mod:`millpond.broker.network.connection`) carries the action out. A rule matches an
 API key and, optionally, a client id, a topic and a partition; it applies to the next
 ``count`` requests it matches (``count`` None: until removed), the oldest rule first.
 """

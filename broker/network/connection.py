@@ -324,6 +324,8 @@ class Connection:
         if rule.action is FaultAction.CLOSE:
             self._abandon(slot, None)
         elif rule.action is FaultAction.DROP:
+            if self._trace is not None:
+                self._record(slot, trace_outcomes.NO_RESPONSE, None)
             self._silent = True
             self._queue.clear()
             self._in_flight.clear()

@@ -256,10 +256,10 @@ def test_reading_pauses_with_too_many_waiting_and_resumes_below_half() -> None:
     assert len(setup.edge.frames) == MAX_QUEUED_REQUESTS + 1
 
 
-def fault(action: FaultAction, **kwargs: Any) -> Setup:
+def fault(action: FaultAction, trace: RequestTrace | None = None, **kwargs: Any) -> Setup:
     plan = FaultPlan()
     plan.add(FaultRule(api_key=API_VERSIONS, action=action, **kwargs))
-    return Setup(faults=lambda route, ctx, request: plan.take(
+    return Setup(trace=trace, faults=lambda route, ctx, request: plan.take(
         route.api_key, ctx.client_id, request, lambda topic_id: None
     ))  # fmt: skip
 
@@ -272,10 +272,14 @@ def test_a_close_fault_closes_instead_of_answering() -> None:
 
 
 def test_a_drop_fault_reads_on_and_never_answers() -> None:
-    setup = fault(FaultAction.DROP)
+    stream = io.StringIO()
+    setup = fault(FaultAction.DROP, trace=RequestTrace(stream))
     setup.conn.receive(api_versions(1) + api_versions(2))
     setup.conn.receive(api_versions(3))
     assert setup.edge.frames == [] and setup.handlers.seen == [] and setup.edge.closes == []
+    assert [json.loads(line)["outcome"] for line in stream.getvalue().splitlines()] == [
+        "no response"
+    ]
 
 
 def test_a_delay_fault_holds_the_answer_until_the_clock_passes_it() -> None:

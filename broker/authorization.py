@@ -10,7 +10,8 @@ is asked at all. An ACL store plugs in as another :class:`Authorizer`.
 :class:`RequestGuard` knows which actions each API needs and how Kafka answers when some
 are refused:
 
-- Metadata needs DESCRIBE on each topic it names; a refused topic is answered
+- Metadata needs DESCRIBE on each topic it names, and CREATE (on the cluster, or else on
+  the topic) for each it would create; a refused topic is answered
   TOPIC_AUTHORIZATION_FAILED (with no topic id and no partitions) while the others are
   answered normally. A request for every topic leaves refused ones out without a word.
 - DescribeLogDirs needs DESCRIBE on the cluster; refused, it answers no log dirs and
@@ -18,8 +19,7 @@ are refused:
 - ApiVersions needs nothing (a client must learn versions before anything else).
 
 Every other API needs ALL on the cluster until its own actions are written here, and a
-refusal closes the connection: stricter than Kafka. Not yet asked: CREATE for the topics
-a Metadata request may create.
+refusal closes the connection: stricter than Kafka, never more lenient.
 """
 
 from __future__ import annotations
@@ -106,27 +106,44 @@ class Narrowed(NamedTuple):
 
 Verdict = None | Narrowed
 """None: handle the request as it is."""
-TopicNames = Callable[[bytes], str | None]
 
 
-def _no_names(topic_id: bytes) -> str | None:
-    return None
+class Topics(Protocol):
+    """What the guard needs to know of the metadata image and the broker's configs."""
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        """A topic's name by its id (None: unknown)."""
+        ...
+
+    def creatable(self, name: str) -> bool:
+        """Whether a Metadata request for ``name`` would create it (it does not exist and
+        ``auto.create.topics.enable`` is on)."""
+        ...
+
+
+class NoTopics:
+    """Knows no topic and creates none."""
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return None
+
+    def creatable(self, name: str) -> bool:
+        return False
 
 
 class RequestGuard:
     """The actions each API needs, and Kafka's answer when they are refused."""
 
-    def __init__(self, authorizer: Authorizer, topic_names: TopicNames = _no_names) -> None:
+    def __init__(self, authorizer: Authorizer, topics: Topics | None = None) -> None:
         self.authorizer = authorizer
-        #: Topic names by id, for requests that name topics by id.
-        self.topic_names = topic_names
+        self.topics = topics or NoTopics()
 
     @classmethod
-    def of(cls, authorizer: Authorizer, topic_names: TopicNames = _no_names) -> RequestGuard | None:
+    def of(cls, authorizer: Authorizer, topics: Topics | None = None) -> RequestGuard | None:
         """The guard for ``authorizer``; None when it allows everything anyway."""
         if isinstance(authorizer, AllowEverything):
             return None
-        return cls(authorizer, topic_names)
+        return cls(authorizer, topics)
 
     def check(self, api_key: int, ctx: RequestContext, request: Any) -> Message | Verdict:
         """None to handle ``request``; a :class:`Narrowed` request; or the response that
@@ -156,10 +173,26 @@ class RequestGuard:
     def _metadata(self, ctx: RequestContext, request: Any) -> Message | Verdict:
         if request.topics is None:  # every topic: refused ones are left out
             return Narrowed(request, lambda response: self._visible(ctx, response))
-        names = [t.name or self.topic_names(t.topic_id) or "" for t in request.topics]
-        verdicts = self._allowed(
-            ctx, [Action(AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in names]
+        names = [t.name or self.topics.name_of(t.topic_id) or "" for t in request.topics]
+        verdicts = list(
+            self._allowed(
+                ctx, [Action(AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in names]
+            )
         )
+        if request.allow_auto_topic_creation:
+            # Creating needs CREATE on the cluster, or else on each topic it would create.
+            created = [
+                i for i, name in enumerate(names)
+                if verdicts[i] and name and self.topics.creatable(name)
+            ]  # fmt: skip
+            cluster = Action(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+            if created and not all(self._allowed(ctx, [cluster])):
+                creatable = self._allowed(
+                    ctx,
+                    [Action(AclOperation.CREATE, ResourceType.TOPIC, names[i]) for i in created],
+                )
+                for i, ok in zip(created, creatable, strict=True):
+                    verdicts[i] = ok
         if all(verdicts):
             return None
         allowed = [t for t, ok in zip(request.topics, verdicts, strict=True) if ok]

@@ -36,7 +36,7 @@ from millpond.wire import (
 from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
-    from millpond.broker.authorization import Authorizer, Narrowed, RequestGuard, TopicNames
+    from millpond.broker.authorization import Authorizer, Narrowed, RequestGuard, Topics
     from millpond.broker.node import Broker
 
 
@@ -81,7 +81,7 @@ class Dispatcher:
         self,
         routes: Iterable[Route],
         authorizer: Authorizer | None = None,
-        topic_names: TopicNames | None = None,
+        topics: Topics | None = None,
     ) -> None:
         self.routes: dict[int, Route] = {}
         #: None when every request is allowed (the default): nothing to ask per request.
@@ -90,7 +90,7 @@ class Dispatcher:
             # Loaded with the first authorizer: a broker without one never pays for it.
             from millpond.broker.authorization import RequestGuard  # noqa: PLC0415
 
-            self._guard = RequestGuard.of(authorizer, topic_names or (lambda topic_id: None))
+            self._guard = RequestGuard.of(authorizer, topics)
         #: Whether :meth:`authorize` must be asked (False: it would allow everything).
         self.guarded = self._guard is not None
         for route in routes:

@@ -322,6 +322,21 @@ def plan_listeners(
     return plans
 
 
+class _BrokerTopics:
+    """The broker's topics, as the authorization hook asks about them."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        topic = self._broker.image.topic_by_id(topic_id)
+        return None if topic is None else topic.name
+
+    def creatable(self, name: str) -> bool:
+        broker = self._broker
+        return broker.auto_create_topics and broker.image.topic(name) is None
+
+
 class Listeners:
     """The broker's servers, one per listener, each with its own routes."""
 
@@ -336,17 +351,13 @@ class Listeners:
         buffer_sizes: tuple[int, int] = (-1, -1),
         authorizer: Authorizer | None = None,
     ) -> None:
-        def topic_name(topic_id: bytes) -> str | None:
-            topic = broker.image.topic_by_id(topic_id)
-            return None if topic is None else topic.name
-
         self.plans = {plan.info.name: plan for plan in plans}
         self.servers: list[KafkaServer] = []
         for plan in plans:
             served = listener_routes(routes, plan.info.controller)
             if plan.info.controller:
                 served = tuple(r for r in served if r.api_key in CONTROLLER_APIS)
-            dispatcher = Dispatcher(served, authorizer, topic_name)
+            dispatcher = Dispatcher(served, authorizer, _BrokerTopics(broker))
             self.servers.append(
                 KafkaServer(
                     broker,

@@ -150,7 +150,7 @@ class Setup:
         self.clock = Clock()
         self.handlers = Handlers()
         authorizer = kwargs.pop("authorizer", None)
-        dispatcher = Dispatcher(self.handlers.routes(), authorizer)
+        dispatcher = Dispatcher(self.handlers.routes(), authorizer, kwargs.pop("topics", None))
         kwargs.setdefault("max_frame_size", 1 << 20)
         self.conn = Connection(
             self.edge,
@@ -393,6 +393,46 @@ def test_a_refused_topic_gets_topic_authorization_failed_and_the_rest_are_answer
         ("open", ErrorCode.NONE, bytes(16)),
         ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED, bytes(16)),
     ]
+
+
+class NewTopics:
+    """Topics ``new*`` do not exist yet; a Metadata request would create them."""
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return None
+
+    def creatable(self, name: str) -> bool:
+        return name.startswith("new")
+
+
+class CreateOnlyMine:
+    """Allows describing everything, creating only topic ``new-mine``."""
+
+    def authorize(self, ctx: RequestContext, actions: Sequence[Action]) -> Sequence[bool]:
+        return [
+            a.operation != AclOperation.CREATE
+            or (a.resource_type == ResourceType.TOPIC and a.name == "new-mine")
+            for a in actions
+        ]
+
+
+def test_a_topic_metadata_would_create_needs_create() -> None:
+    setup = Setup(authorizer=CreateOnlyMine(), topics=NewTopics())
+    setup.conn.receive(metadata(1, "old", "new-mine", "new-theirs"))
+    assert [t.name for t in setup.handlers.metadata_requests[0].topics] == ["old", "new-mine"]
+    topics = body(setup.edge.frames[0], METADATA, 12).topics
+    assert [(t.name, t.error_code) for t in topics] == [
+        ("old", ErrorCode.NONE),
+        ("new-mine", ErrorCode.NONE),
+        ("new-theirs", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    ]
+    # Not asked to create: nothing to refuse.
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="new-theirs")], allow_auto_topic_creation=False
+    )
+    setup.conn.receive(frame(request, 12, 2))
+    topics = body(setup.edge.frames[1], METADATA, 12).topics
+    assert [(t.name, t.error_code) for t in topics] == [("new-theirs", ErrorCode.NONE)]
 
 
 def test_every_topic_refused_is_not_read_as_every_topic() -> None:

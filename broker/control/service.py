@@ -108,15 +108,24 @@ class BrokerControl:
     # -- groups ------------------------------------------------------------------------
 
     def force_rebalance(self, group_id: str) -> dict[str, Any]:
+        from millpond.broker.coordinator.runtime import CoordinatorResult
+
         groups = self._broker.groups
-        code = groups.coordinator.force_rebalance(group_id, groups.now_ms())
-        groups.poke()
+        now = groups.now_ms()
+        done = groups.write(
+            group_id, lambda c: CoordinatorResult((), c.force_rebalance(group_id, now))
+        )
+        code = done.error if done.error is not None else done.result() if done.done else None
+        if code is None:
+            raise ControlError(f"group {group_id!r}: its partition is not committing writes")
         if code != ErrorCode.NONE:
             raise ControlError(f"group {group_id!r} does not exist")
         return self._group(group_id)
 
     def _group(self, group_id: str) -> dict[str, Any]:
-        coordinator = self._broker.groups.coordinator
+        coordinator = self._broker.groups.shard(group_id)
+        if coordinator is None or group_id not in coordinator.groups:
+            raise ControlError(f"group {group_id!r} does not exist")
         group = coordinator.groups[group_id]
         return {
             "group_id": group.group_id,
@@ -162,7 +171,7 @@ class BrokerControl:
         """Groups, idempotent producers per partition and fetch sessions, as JSON data."""
         from millpond.broker.handlers.fetch import session_cache
 
-        coordinator = self._broker.groups.coordinator
+        groups = sorted(g for shard in self._broker.groups.shards() for g in shard.groups)
         producers = [
             {
                 "topic": topic,
@@ -191,7 +200,7 @@ class BrokerControl:
             for s in session_cache(self._broker).sessions()
         ]
         return {
-            "groups": [self._group(g) for g in sorted(coordinator.groups)],
+            "groups": [self._group(g) for g in groups],
             "producers": producers,
             "fetch_sessions": sessions,
             "clock": self.clock_state()

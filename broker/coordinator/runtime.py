@@ -42,7 +42,7 @@ import enum
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from millpond.broker.coordinator.timers import Timers
 from millpond.wire.errors import ErrorCode
@@ -137,6 +137,11 @@ class Completion(Generic[R]):
         else:
             self._callbacks.append(callback)
 
+    def result(self) -> R:
+        """The response of a completion done without an error."""
+        assert self.done and self.error is None
+        return cast("R", self.value)
+
     def complete(self, value: R) -> None:
         if not self.done:
             self.done, self.value = True, value
@@ -197,10 +202,10 @@ class ShardContext(Generic[U]):
     def defer(self, action: Callable[[], None], fail: Callable[[int], None] = _ignore) -> None:
         """Run ``action`` once everything written so far is committed (at once if it
         is); ``fail`` with NOT_COORDINATOR if the partition unloads first."""
-        if self.last_written > self.last_committed:
+        if self.state is PartitionState.ACTIVE and self.last_written > self.last_committed:
             self.waiting.append(_Waiter(self.last_written, action, fail))
         else:
-            action()
+            action()  # nothing to wait for, or unloaded: its answer goes out now
 
 
 class CoordinatorRuntime(Generic[S, U]):
@@ -322,10 +327,17 @@ class CoordinatorRuntime(Generic[S, U]):
             return None
         return self._shards[partition]
 
+    def context(self, partition: int) -> ShardContext[U] | None:
+        """The active partition's context (to park a reply behind its writes)."""
+        context = self._contexts.get(partition)
+        return context if context is not None and context.state is PartitionState.ACTIVE else None
+
+    def active_partitions(self) -> list[int]:
+        return [p for p, c in self._contexts.items() if c.state is PartitionState.ACTIVE]
+
     def active_shards(self) -> Iterator[S]:
-        for partition, context in self._contexts.items():
-            if context.state is PartitionState.ACTIVE:
-                yield self._shards[partition]
+        for partition in self.active_partitions():
+            yield self._shards[partition]
 
     # -- operations ------------------------------------------------------------------------
 

@@ -69,6 +69,14 @@ def group_value(value: GroupMetadataValue) -> bytes:
     return _INT16.pack(GROUP_METADATA_VALUE_VERSION) + value.encode(GROUP_METADATA_VALUE_VERSION)
 
 
+def encode(record: OffsetRecord | GroupRecord) -> tuple[bytes, bytes | None]:
+    """A record's key and value (None: a tombstone) as Kafka writes them."""
+    if isinstance(record, OffsetRecord):
+        key = offset_key(record.group_id, record.topic, record.partition)
+        return key, None if record.value is None else offset_value(record.value)
+    return group_key(record.group_id), None if record.value is None else group_value(record.value)
+
+
 def decode(key: bytes, value: bytes | None) -> OffsetRecord | GroupRecord | None:
     """One record of the topic; None for record types other than classic groups' and
     offsets'. Raises DecodeError for bytes that are not a valid record of its type."""

@@ -12,10 +12,12 @@ null for these errors, and so do we.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.wire.errors import ErrorCode
+from millpond.broker.coordinator.runtime import Completion
+from millpond.broker.groups.service import GroupService, when_done
 from millpond.wire.generated.api.delete_groups_request import DeleteGroupsRequest
 from millpond.wire.generated.api.delete_groups_response import (
     DeletableGroupResult,
@@ -28,16 +30,27 @@ if TYPE_CHECKING:
 
 def handle(
     broker: Broker, ctx: RequestContext, request: DeleteGroupsRequest
-) -> DeleteGroupsResponse:
+) -> DeleteGroupsResponse | Awaitable[DeleteGroupsResponse]:
     service = broker.groups
-    results: list[DeletableGroupResult] = []
-    changed = False
-    for group_id in dict.fromkeys(request.groups_names):
-        error = service.availability(group_id)
-        if error == ErrorCode.NONE:
-            error = service.coordinator.delete_group(group_id, service.now_ms())
-            changed = True
-        results.append(DeletableGroupResult(group_id=group_id, error_code=error))
-    if changed:
-        service.poke()
-    return DeleteGroupsResponse(results=results)
+    now = service.now_ms()
+    deletions = [
+        (group_id, _delete(service, group_id, now))
+        for group_id in dict.fromkeys(request.groups_names)
+    ]
+
+    def respond() -> DeleteGroupsResponse:
+        return DeleteGroupsResponse(
+            results=[
+                DeletableGroupResult(
+                    group_id=group_id,
+                    error_code=done.error if done.error is not None else done.result(),
+                )
+                for group_id, done in deletions
+            ]
+        )
+
+    return when_done([done for _, done in deletions], respond)
+
+
+def _delete(service: GroupService, group_id: str, now_ms: int) -> Completion[int]:
+    return service.write(group_id, lambda c: c.delete_group_result(group_id, now_ms))

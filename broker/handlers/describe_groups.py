@@ -20,10 +20,13 @@ flexible; v6 GROUP_ID_NOT_FOUND and an error message.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.coordinator.runtime import Completion
 from millpond.broker.groups.classic import ClassicGroup, GroupState
+from millpond.broker.groups.service import GroupService, when_done
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.describe_groups_request import DescribeGroupsRequest
 from millpond.wire.generated.api.describe_groups_response import (
@@ -33,6 +36,7 @@ from millpond.wire.generated.api.describe_groups_response import (
 )
 
 if TYPE_CHECKING:
+    from millpond.broker.groups.coordinator import GroupCoordinator
     from millpond.broker.node import Broker
 
 AUTHORIZED_OPERATIONS_VERSION = 3
@@ -44,25 +48,36 @@ GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 def handle(
     broker: Broker, ctx: RequestContext, request: DescribeGroupsRequest
-) -> DescribeGroupsResponse:
+) -> DescribeGroupsResponse | Awaitable[DescribeGroupsResponse]:
     version = ctx.api_version
     with_operations = (
         version >= AUTHORIZED_OPERATIONS_VERSION and request.include_authorized_operations
     )
-    described = [_describe(broker, group_id, version) for group_id in request.groups]
-    if with_operations:
-        for group in described:
-            if group.error_code == ErrorCode.NONE:
-                group.authorized_operations = GROUP_OPERATIONS
-    return DescribeGroupsResponse(groups=described)
-
-
-def _describe(broker: Broker, group_id: str, version: int) -> DescribedGroup:
     service = broker.groups
-    error = service.availability(group_id)
-    if error != ErrorCode.NONE:
-        return DescribedGroup(group_id=group_id, error_code=error)
-    group = service.coordinator.groups.get(group_id)
+    reads = [(group_id, _read(service, group_id, version)) for group_id in request.groups]
+
+    def respond() -> DescribeGroupsResponse:
+        described = [
+            DescribedGroup(group_id=group_id, error_code=done.error)
+            if done.error is not None
+            else done.result()
+            for group_id, done in reads
+        ]
+        if with_operations:
+            for group in described:
+                if group.error_code == ErrorCode.NONE:
+                    group.authorized_operations = GROUP_OPERATIONS
+        return DescribeGroupsResponse(groups=described)
+
+    return when_done([done for _, done in reads], respond)
+
+
+def _read(service: GroupService, group_id: str, version: int) -> Completion[DescribedGroup]:
+    return service.read(group_id, lambda c: _describe(c, group_id, version))
+
+
+def _describe(coordinator: GroupCoordinator, group_id: str, version: int) -> DescribedGroup:
+    group = coordinator.groups.get(group_id)
     if group is None or group.state is GroupState.DEAD:
         if version >= GROUP_ID_NOT_FOUND_VERSION:
             return DescribedGroup(

@@ -8,9 +8,12 @@ answers NONE blindly (the member keeps going and learns later), and so do we.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.coordinator.runtime import CoordinatorResult
+from millpond.broker.groups.service import answer
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.heartbeat_response import HeartbeatResponse
@@ -19,14 +22,23 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 
-def handle(broker: Broker, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+def handle(
+    broker: Broker, ctx: RequestContext, request: HeartbeatRequest
+) -> HeartbeatResponse | Awaitable[HeartbeatResponse]:
     service = broker.groups
-    if request.group_id:
-        error = service.availability(request.group_id)
-        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            return HeartbeatResponse(error_code=ErrorCode.NONE)
-        if error != ErrorCode.NONE:
-            return HeartbeatResponse(error_code=error)
-    code = service.coordinator.heartbeat(request, service.now_ms())
-    service.poke()
+    if not request.group_id:
+        return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    error = service.availability(request.group_id)
+    if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        return HeartbeatResponse(error_code=ErrorCode.NONE)
+    if error != ErrorCode.NONE:
+        return HeartbeatResponse(error_code=error)
+    now = service.now_ms()
+    done = service.write(
+        request.group_id, lambda c: CoordinatorResult((), c.heartbeat(request, now))
+    )
+    return answer(done, _response, _response)
+
+
+def _response(code: int) -> HeartbeatResponse:
     return HeartbeatResponse(error_code=code)

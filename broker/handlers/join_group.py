@@ -18,12 +18,14 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.groups.coordinator import Caller
+from millpond.broker.coordinator.runtime import Completion, CoordinatorResult
+from millpond.broker.groups.membership import Caller
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.join_group_request import JoinGroupRequest
 from millpond.wire.generated.api.join_group_response import JoinGroupResponse
 
 if TYPE_CHECKING:
+    from millpond.broker.groups.coordinator import GroupCoordinator, Record
     from millpond.broker.node import Broker
 
 NULLABLE_PROTOCOL_NAME_VERSION = 7
@@ -38,19 +40,34 @@ async def handle(
     broker: Broker, ctx: RequestContext, request: JoinGroupRequest
 ) -> JoinGroupResponse:
     service = broker.groups
-    error = service.availability(request.group_id) if request.group_id else ErrorCode.NONE
+    group_id = request.group_id
+    error = service.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
     if error != ErrorCode.NONE:
-        return JoinGroupResponse(error_code=error, member_id=request.member_id, protocol_name=None)
+        return _error(request, error)
     answered: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
 
     def reply(response: JoinGroupResponse) -> None:
         if not answered.done():
             answered.set_result(response)
 
+    def failed(done: Completion[None]) -> None:
+        if done.error is not None:
+            reply(_error(request, done.error))
+
     caller = Caller(ctx.client_id or "", client_host(ctx))
-    service.coordinator.join(caller, request, ctx.api_version, service.now_ms(), reply)
-    service.poke()
+    version, now = ctx.api_version, service.now_ms()
+    send = service.deferred(group_id, reply, _error(request, ErrorCode.NOT_COORDINATOR))
+
+    def join(coordinator: GroupCoordinator) -> CoordinatorResult[None, Record]:
+        coordinator.join(caller, request, version, now, send)
+        return CoordinatorResult((), None)
+
+    service.write(group_id, join).add_done_callback(failed)
     response = await answered
     if ctx.api_version < NULLABLE_PROTOCOL_NAME_VERSION and response.protocol_name is None:
         response.protocol_name = ""
     return response
+
+
+def _error(request: JoinGroupRequest, code: int) -> JoinGroupResponse:
+    return JoinGroupResponse(error_code=code, member_id=request.member_id, protocol_name=None)

@@ -8,12 +8,15 @@ not exist answers every member UNKNOWN_MEMBER_ID.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.coordinator.runtime import CoordinatorResult
+from millpond.broker.groups.service import answer
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, MemberIdentity
-from millpond.wire.generated.api.leave_group_response import LeaveGroupResponse
+from millpond.wire.generated.api.leave_group_response import LeaveGroupResponse, MemberResponse
 
 if TYPE_CHECKING:
     from millpond.broker.node import Broker
@@ -21,18 +24,25 @@ if TYPE_CHECKING:
 BATCHED_VERSION = 3
 
 
-def handle(broker: Broker, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+def handle(
+    broker: Broker, ctx: RequestContext, request: LeaveGroupRequest
+) -> LeaveGroupResponse | Awaitable[LeaveGroupResponse]:
     service = broker.groups
     batched = ctx.api_version >= BATCHED_VERSION
     members = request.members if batched else [MemberIdentity(member_id=request.member_id)]
-    if request.group_id:
-        error = service.availability(request.group_id)
-        if error != ErrorCode.NONE:
-            return LeaveGroupResponse(error_code=error)
-    error, answers = service.coordinator.leave(request.group_id, members, service.now_ms())
-    service.poke()
-    if batched:
-        return LeaveGroupResponse(error_code=error, members=answers)
-    if error == ErrorCode.NONE and answers:
-        error = answers[0].error_code
-    return LeaveGroupResponse(error_code=error)
+    group_id = request.group_id
+    error = service.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
+    if error != ErrorCode.NONE:
+        return LeaveGroupResponse(error_code=error)
+    now = service.now_ms()
+    done = service.write(group_id, lambda c: CoordinatorResult((), c.leave(group_id, members, now)))
+
+    def left(outcome: tuple[int, list[MemberResponse]]) -> LeaveGroupResponse:
+        error, answers = outcome
+        if batched:
+            return LeaveGroupResponse(error_code=error, members=answers)
+        if error == ErrorCode.NONE and answers:
+            error = answers[0].error_code
+        return LeaveGroupResponse(error_code=error)
+
+    return answer(done, left, lambda code: LeaveGroupResponse(error_code=code))

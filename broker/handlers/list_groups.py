@@ -11,9 +11,12 @@ COORDINATOR_LOAD_IN_PROGRESS with no groups. Groups come in no particular order.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.groups.classic import ClassicGroup
+from millpond.broker.groups.service import when_done
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.list_groups_request import ListGroupsRequest
 from millpond.wire.generated.api.list_groups_response import ListedGroup, ListGroupsResponse
@@ -26,22 +29,31 @@ TYPES_FILTER_VERSION = 5
 CLASSIC = "classic"
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+def handle(
+    broker: Broker, ctx: RequestContext, request: ListGroupsRequest
+) -> ListGroupsResponse | Awaitable[ListGroupsResponse]:
     service = broker.groups
     if service.loading():
         return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     version = ctx.api_version
     states = [s.strip() for s in request.states_filter] if version >= STATES_FILTER_VERSION else []
     types = request.types_filter if version >= TYPES_FILTER_VERSION else []
-    groups = service.coordinator.list_groups(states, types)
-    return ListGroupsResponse(
-        groups=[
-            ListedGroup(
-                group_id=g.group_id,
-                protocol_type=g.protocol_type or "",
-                group_state=g.state.value,
-                group_type=CLASSIC,
-            )
-            for g in groups
-        ]
+    reads = service.read_all(lambda c: _listed(c.list_groups(states, types)))
+    return when_done(
+        reads,
+        lambda: ListGroupsResponse(
+            groups=[g for done in reads if not done.error for g in done.result()]
+        ),
     )
+
+
+def _listed(groups: list[ClassicGroup]) -> list[ListedGroup]:
+    return [
+        ListedGroup(
+            group_id=g.group_id,
+            protocol_type=g.protocol_type or "",
+            group_state=g.state.value,
+            group_type=CLASSIC,
+        )
+        for g in groups
+    ]

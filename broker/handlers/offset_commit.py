@@ -20,10 +20,13 @@ v6 adds the leader epoch; v10 topic ids.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.groups.coordinator import OffsetToCommit
+from millpond.broker.coordinator.runtime import Completion
+from millpond.broker.groups.offsets import OffsetToCommit
+from millpond.broker.groups.service import when_done
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_commit_request import (
     OffsetCommitRequest,
@@ -44,7 +47,7 @@ RETENTION_VERSIONS = range(2, 5)
 
 def handle(
     broker: Broker, ctx: RequestContext, request: OffsetCommitRequest
-) -> OffsetCommitResponse:
+) -> OffsetCommitResponse | Awaitable[OffsetCommitResponse]:
     by_id = ctx.api_version >= TOPIC_ID_VERSION
     image = broker.image
     # Kafka's order: the topics with partitions refused here first (in the order asked),
@@ -72,15 +75,23 @@ def handle(
             )  # fmt: skip
         if offsets:
             wanted.append((topic, offsets))
-    if wanted:
-        # Only a request with something to commit reaches the group (and may create it).
-        decided = iter(_commit(broker, ctx, request, [o for _, os in wanted for o in os]))
+    if not wanted:
+        return OffsetCommitResponse(topics=list(answers.values()))
+    # Only a request with something to commit reaches the group (and may create it).
+    everything = [o for _, os in wanted for o in os]
+    done = _commit(broker, ctx, request, everything)
+
+    def respond() -> OffsetCommitResponse:
+        error = done.error
+        decided = iter([error] * len(everything) if error is not None else done.result()[1])
         for topic, offsets in wanted:
             _answer(answers, topic, by_id).partitions.extend(
                 OffsetCommitResponsePartition(partition_index=o.partition, error_code=next(decided))
                 for o in offsets
             )
-    return OffsetCommitResponse(topics=list(answers.values()))
+        return OffsetCommitResponse(topics=list(answers.values()))
+
+    return when_done([done], respond)
 
 
 def _answer(
@@ -97,21 +108,21 @@ def _answer(
 
 def _commit(
     broker: Broker, ctx: RequestContext, request: OffsetCommitRequest, wanted: list[OffsetToCommit]
-) -> list[int]:
+) -> Completion[tuple[int, list[int]]]:
+    """The group's (error, per-offset errors), or the error of the operation."""
     service = broker.groups
-    error = service.availability(request.group_id)
-    if error != ErrorCode.NONE:
-        return [error] * len(wanted)
     retention = request.retention_time_ms if ctx.api_version in RETENTION_VERSIONS else -1
-    _, codes = service.coordinator.commit_offsets(
+    version, now = ctx.api_version, service.now_ms()
+    return service.write(
         request.group_id,
-        request.generation_id_or_member_epoch,
-        request.member_id,
-        request.group_instance_id,
-        retention,
-        wanted,
-        ctx.api_version,
-        service.now_ms(),
+        lambda c: c.commit(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id,
+            request.group_instance_id,
+            retention,
+            wanted,
+            version,
+            now,
+        ),
     )
-    service.poke()
-    return codes

@@ -15,9 +15,11 @@ Behaviour, as Apache Kafka 4.4:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.groups.service import answer
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_delete_request import OffsetDeleteRequest
 from millpond.wire.generated.api.offset_delete_response import (
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 def handle(
     broker: Broker, ctx: RequestContext, request: OffsetDeleteRequest
-) -> OffsetDeleteResponse:
+) -> OffsetDeleteResponse | Awaitable[OffsetDeleteResponse]:
     service = broker.groups
     unknown: dict[str, list[OffsetDeleteResponsePartition]] = {}
     wanted: list[tuple[str, list[int]]] = []
@@ -55,8 +57,20 @@ def handle(
     error = service.availability(request.group_id)
     if error != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=error)
-    error, deleted = service.coordinator.delete_offsets(request.group_id, wanted, service.now_ms())
-    service.poke()
+    now = service.now_ms()
+    done = service.write(request.group_id, lambda c: c.delete(request.group_id, wanted, now))
+    return answer(
+        done,
+        lambda outcome: _answer(*outcome, unknown),
+        lambda code: OffsetDeleteResponse(error_code=code),
+    )
+
+
+def _answer(
+    error: int,
+    deleted: list[tuple[str, list[tuple[int, int]]]],
+    unknown: dict[str, list[OffsetDeleteResponsePartition]],
+) -> OffsetDeleteResponse:
     if error != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=error)
     topics = {

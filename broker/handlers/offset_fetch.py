@@ -12,10 +12,13 @@ nothing is ever pending); v8 batches groups; v10 names topics by id.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.context import RequestContext
-from millpond.broker.groups.coordinator import CommittedOffset
+from millpond.broker.coordinator.runtime import Completion
+from millpond.broker.groups.service import when_done
+from millpond.broker.groups.shard_state import CommittedOffset
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.offset_fetch_request import (
     OffsetFetchRequest,
@@ -42,39 +45,54 @@ Wanted = list[tuple[str, list[int]]] | None
 Found = list[tuple[str, list[tuple[int, CommittedOffset | None]]]]
 
 
-def _fetch(broker: Broker, group_id: str, wanted: Wanted) -> tuple[int, Found]:
-    service = broker.groups
-    error = service.availability(group_id) if group_id else ErrorCode.NONE
-    if error != ErrorCode.NONE:
-        return error, [(t, [(p, None) for p in ps]) for t, ps in wanted or []]
-    return ErrorCode.NONE, service.coordinator.fetch_offsets(group_id, wanted)
+def _fetch(broker: Broker, group_id: str, wanted: Wanted) -> Completion[Found]:
+    """The group's offsets, read once what was written before is committed (Kafka's
+    ``require_stable`` read; with no transactions nothing else is pending)."""
+    return broker.groups.read(group_id, lambda c: c.fetch_offsets(group_id, wanted))
 
 
-def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+def _outcome(done: Completion[Found], wanted: Wanted) -> tuple[int, Found]:
+    if done.error is not None:
+        return done.error, [(t, [(p, None) for p in ps]) for t, ps in wanted or []]
+    return ErrorCode.NONE, done.result()
+
+
+def handle(
+    broker: Broker, ctx: RequestContext, request: OffsetFetchRequest
+) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
     if ctx.api_version < BATCHED_VERSION:
         wanted: Wanted = None
         if request.topics is not None:
             wanted = [(t.name, list(t.partition_indexes)) for t in request.topics]
-        error, found = _fetch(broker, request.group_id, wanted)
-        return OffsetFetchResponse(
-            error_code=error,
-            topics=[
-                OffsetFetchResponseTopic(
-                    name=topic,
-                    partitions=[_partition(p, offset, error) for p, offset in partitions],
-                )
-                for topic, partitions in found
-            ],
-        )
-    return OffsetFetchResponse(
-        groups=[
-            _group(broker, group, ctx.api_version >= TOPIC_ID_VERSION) for group in request.groups
-        ]
+        done = _fetch(broker, request.group_id, wanted)
+
+        def respond() -> OffsetFetchResponse:
+            error, found = _outcome(done, wanted)
+            return OffsetFetchResponse(
+                error_code=error,
+                topics=[
+                    OffsetFetchResponseTopic(
+                        name=topic,
+                        partitions=[_partition(p, offset, error) for p, offset in partitions],
+                    )
+                    for topic, partitions in found
+                ],
+            )
+
+        return when_done([done], respond)
+    by_id = ctx.api_version >= TOPIC_ID_VERSION
+    groups = [_group(broker, group, by_id) for group in request.groups]
+    return when_done(
+        [done for done, _ in groups],
+        lambda: OffsetFetchResponse(groups=[build() for _, build in groups]),
     )
 
 
-def _group(broker: Broker, group: OffsetFetchRequestGroup, by_id: bool) -> OffsetFetchResponseGroup:
-    """One group of a batched (v8+) fetch; v10 topics go by id, in and out."""
+def _group(
+    broker: Broker, group: OffsetFetchRequestGroup, by_id: bool
+) -> tuple[Completion[Found], Callable[[], OffsetFetchResponseGroup]]:
+    """One group of a batched (v8+) fetch; v10 topics go by id, in and out: the read,
+    and how to answer from it."""
     ids: dict[str, bytes] = {}
     unknown: list[OffsetFetchResponseTopics] = []
     wanted: Wanted = None
@@ -96,18 +114,23 @@ def _group(broker: Broker, group: OffsetFetchRequestGroup, by_id: bool) -> Offse
                 name = topic.name
             ids[name] = t.topic_id
             wanted.append((name, list(t.partition_indexes)))
-    error, found = _fetch(broker, group.group_id, wanted)
-    topics = [
-        OffsetFetchResponseTopics(
-            name="" if by_id else name,
-            topic_id=ids.get(name) or _topic_id(broker, name),
-            partitions=[_partitions(p, offset, ErrorCode.NONE) for p, offset in partitions],
+    done = _fetch(broker, group.group_id, wanted)
+
+    def build() -> OffsetFetchResponseGroup:
+        error, found = _outcome(done, wanted)
+        topics = [
+            OffsetFetchResponseTopics(
+                name="" if by_id else name,
+                topic_id=ids.get(name) or _topic_id(broker, name),
+                partitions=[_partitions(p, offset, ErrorCode.NONE) for p, offset in partitions],
+            )
+            for name, partitions in found
+        ]
+        return OffsetFetchResponseGroup(
+            group_id=group.group_id, topics=topics + unknown, error_code=error
         )
-        for name, partitions in found
-    ]
-    return OffsetFetchResponseGroup(
-        group_id=group.group_id, topics=topics + unknown, error_code=error
-    )
+
+    return done, build
 
 
 def _topic_id(broker: Broker, name: str) -> bytes:

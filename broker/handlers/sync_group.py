@@ -15,11 +15,13 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.broker.coordinator.runtime import Completion, CoordinatorResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.sync_group_request import SyncGroupRequest
 from millpond.wire.generated.api.sync_group_response import SyncGroupResponse
 
 if TYPE_CHECKING:
+    from millpond.broker.groups.coordinator import GroupCoordinator, Record
     from millpond.broker.node import Broker
 
 MANDATORY_PROTOCOL_VERSION = 5
@@ -33,7 +35,8 @@ async def handle(
         request.protocol_type is None or request.protocol_name is None
     ):
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    error = service.availability(request.group_id) if request.group_id else ErrorCode.NONE
+    group_id = request.group_id
+    error = service.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
     if error != ErrorCode.NONE:
         return SyncGroupResponse(error_code=error)
     answered: asyncio.Future[SyncGroupResponse] = asyncio.get_running_loop().create_future()
@@ -42,6 +45,18 @@ async def handle(
         if not answered.done():
             answered.set_result(response)
 
-    service.coordinator.sync(request, service.now_ms(), reply)
-    service.poke()
+    def failed(done: Completion[None]) -> None:
+        if done.error is not None:
+            reply(SyncGroupResponse(error_code=done.error))
+
+    now = service.now_ms()
+    send = service.deferred(
+        group_id, reply, SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
+    )
+
+    def sync(coordinator: GroupCoordinator) -> CoordinatorResult[None, Record]:
+        coordinator.sync(request, now, send)
+        return CoordinatorResult((), None)
+
+    service.write(group_id, sync).add_done_callback(failed)
     return await answered

@@ -408,7 +408,7 @@ def test_loading_partition() -> None:
         commit(client, "g", {"t": [0]})
         loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(broker.groups, "availability", lambda group_id: loading)
+            patch.setattr(broker.groups.runtime, "status", lambda partition: loading)
             [described] = describe(client, "g", version=6, ops=True)
             assert (described.error_code, described.group_state) == (loading, "")
             assert described.authorized_operations == -(2**31)

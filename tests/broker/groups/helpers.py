@@ -3,10 +3,19 @@ members that remember what the coordinator answered them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from millpond.broker.groups.coordinator import Caller, GroupConfig, GroupCoordinator, StorageError
+from millpond.broker.groups import placement, records
+from millpond.broker.groups.coordinator import (
+    Caller,
+    GroupConfig,
+    GroupCoordinator,
+    Record,
+    StorageError,
+)
+from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.join_group_request import (
     JoinGroupRequest,
@@ -33,15 +42,18 @@ def subscription(*topics: str) -> bytes:
 
 @dataclass
 class Log:
-    """What the coordinator appended, by partition; ``fail`` makes appends raise."""
+    """What the coordinator appended, as its partition holds it (the group's, of 50);
+    ``fail`` makes appends raise as a partition without enough replicas does."""
 
     records: list[tuple[int, bytes, bytes | None]] = field(default_factory=list)
     fail: bool = False
 
-    def append(self, partition: int, batch: Any) -> None:
+    def append(self, batch: Sequence[Record]) -> None:
         if self.fail:
-            raise StorageError("injected")
-        self.records += [(partition, k, v) for k, v in batch]
+            raise StorageError(ErrorCode.NOT_ENOUGH_REPLICAS, "injected")
+        for record in batch:
+            partition = placement.partition_for(record.group_id, 50)
+            self.records.append((partition, *records.encode(record)))
 
 
 class Harness:

@@ -31,13 +31,8 @@ import pytest
 
 from millpond.broker.groups import records
 from millpond.broker.groups.classic import ClassicGroup, GroupState
-from millpond.broker.groups.coordinator import (
-    Caller,
-    OffsetToCommit,
-    _join_key,
-    _session_key,
-    _sync_key,
-)
+from millpond.broker.groups.coordinator import Caller, OffsetToCommit
+from millpond.broker.groups.shard_state import join_key, session_key, sync_key
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.join_group_request import (
@@ -845,14 +840,14 @@ class World:
                         f"{group.generation_id} without having joined it"
                     )
                 parked = member.awaiting_join is not None or member.awaiting_sync is not None
-                if not parked and not timers.is_scheduled(_session_key(group_id, member_id)):
+                if not parked and not timers.is_scheduled(session_key(group_id, member_id)):
                     self.fail(f"{group_id}: member {member_id} has no session timer")
             for member_id in group.pending_join_members:
-                if not timers.is_scheduled(_session_key(group_id, member_id)):
+                if not timers.is_scheduled(session_key(group_id, member_id)):
                     self.fail(f"{group_id}: pending member {member_id} has no session timer")
             phase_key = {
-                GroupState.PREPARING_REBALANCE: _join_key(group_id),
-                GroupState.COMPLETING_REBALANCE: _sync_key(group_id),
+                GroupState.PREPARING_REBALANCE: join_key(group_id),
+                GroupState.COMPLETING_REBALANCE: sync_key(group_id),
             }.get(group.state)
             if phase_key is not None and not timers.is_scheduled(phase_key):
                 self.fail(f"{group_id} is {group.state.value} without a deadline")

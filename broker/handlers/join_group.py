@@ -43,7 +43,7 @@ async def handle(
     group_id = request.group_id
     error = service.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
     if error != ErrorCode.NONE:
-        return _error(request, error)
+        return _versioned(_error(request, error), ctx.api_version)
     answered: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
 
     def reply(response: JoinGroupResponse) -> None:
@@ -63,8 +63,11 @@ async def handle(
         return CoordinatorResult((), None)
 
     service.write(group_id, join).add_done_callback(failed)
-    response = await answered
-    if ctx.api_version < NULLABLE_PROTOCOL_NAME_VERSION and response.protocol_name is None:
+    return _versioned(await answered, ctx.api_version)
+
+
+def _versioned(response: JoinGroupResponse, version: int) -> JoinGroupResponse:
+    if version < NULLABLE_PROTOCOL_NAME_VERSION and response.protocol_name is None:
         response.protocol_name = ""
     return response
 

@@ -129,11 +129,13 @@ class Completion(Generic[R]):
         self.done = False
         self.value: R | None = None
         self.error: int | None = None
-        self._callbacks: list[Callable[[Completion[R]], None]] = []
+        self._callbacks: list[Callable[[Completion[R]], None]] | None = None
 
     def add_done_callback(self, callback: Callable[[Completion[R]], None]) -> None:
         if self.done:
             callback(self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
         else:
             self._callbacks.append(callback)
 
@@ -153,8 +155,8 @@ class Completion(Generic[R]):
             self._finish()
 
     def _finish(self) -> None:
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
             callback(self)
 
 
@@ -345,11 +347,10 @@ class CoordinatorRuntime(Generic[S, U]):
         """Run ``op`` on the partition's shard, append its records, and complete with
         its response once they (and every write before) are committed."""
         done: Completion[R] = Completion()
-        error = self.status(partition)
-        if error != ErrorCode.NONE:
-            done.fail(error)
+        context = self._contexts.get(partition)
+        if context is None or context.state is not PartitionState.ACTIVE:
+            done.fail(self.status(partition))
             return done
-        context = self._contexts[partition]
         shard = self._shards[partition]
         try:
             result = op(shard)
@@ -365,9 +366,14 @@ class CoordinatorRuntime(Generic[S, U]):
             log.exception("partition %d: a write operation failed", partition)
             done.fail(ErrorCode.UNKNOWN_SERVER_ERROR)
             return done
-        response = result.response
-        context.defer(lambda: done.complete(response), done.fail)
         self._catch_up(context)
+        response = result.response
+        if context.last_written > context.last_committed:
+            context.waiting.append(
+                _Waiter(context.last_written, lambda: done.complete(response), done.fail)
+            )
+        else:
+            done.complete(response)
         return done
 
     def read(self, partition: int, op: Callable[[S], R]) -> Completion[R]:

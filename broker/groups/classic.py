@@ -2,7 +2,7 @@
 states and the transitions allowed between them.
 
 Plain data with invariants; no timers, no I/O. The coordinator
-(:mod:`millpond.broker.groups.coordinator`) drives it and holds the replies that wait
+(:mod:`millpond.broker.groups.membership`) drives it and holds the replies that wait
 on it (a member's pending JoinGroup or SyncGroup answer is a callback stored here).
 """
 

@@ -13,7 +13,7 @@ Which partition holds a group: :mod:`millpond.broker.groups.placement`.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from millpond.broker.groups.placement import OFFSETS_TOPIC
 from millpond.wire.exceptions import DecodeError
@@ -35,16 +35,14 @@ OFFSET_COMMIT_EXPIRING_VALUE_VERSION = 1
 GROUP_METADATA_VALUE_VERSION = 3
 
 
-@dataclass(frozen=True)
-class OffsetRecord:
+class OffsetRecord(NamedTuple):  # a NamedTuple: one is made per committed offset
     group_id: str
     topic: str
     partition: int
     value: OffsetCommitValue | None  # None: a tombstone
 
 
-@dataclass(frozen=True)
-class GroupRecord:
+class GroupRecord(NamedTuple):
     group_id: str
     value: GroupMetadataValue | None  # None: a tombstone
 

@@ -377,7 +377,7 @@ def when_done(pending: Sequence[Completion[Any]], build: Callable[[], A]) -> A |
     """A handler's response, built once every operation it waits on is done: at once
     when they are (on one node, always), else an awaitable of it."""
     waiting = [done for done in pending if not done.done]
-    if not waiting:
+    if not waiting:  # the usual case: nothing was left to commit
         return build()
     future: asyncio.Future[A] = asyncio.get_running_loop().create_future()
     left = [len(waiting)]

@@ -1,7 +1,7 @@
 """JoinGroup (key 11), v0-9: a consumer enters a group's next generation.
 
 Behaviour, as Apache Kafka 4.4 (the protocol itself is
-:mod:`millpond.broker.groups.coordinator`): the answer waits until the join phase
+:mod:`millpond.broker.groups.membership`): the answer waits until the join phase
 completes (all known members rejoined, the rebalance timeout passed, or the initial
 rebalance delay of a new group ran out). An empty group id is INVALID_GROUP_ID; a session
 timeout outside group.min/max.session.timeout.ms INVALID_SESSION_TIMEOUT; a group whose

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from millpond.broker.config import build_config
+from millpond.broker.coordinator.runtime import PartitionState
 from millpond.broker.node import Broker
 from millpond.controller.replication_control import CreatableTopic
 from millpond.wire.errors import ErrorCode
@@ -407,8 +408,11 @@ def test_loading_partition() -> None:
     with group_broker() as (broker, client):
         commit(client, "g", {"t": [0]})
         loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        context = broker.groups.runtime.context(broker.groups.partition("g"))
+        assert context is not None
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(broker.groups.runtime, "status", lambda partition: loading)
+            # The group's partition as the runtime holds it while it is replayed.
+            patch.setattr(context, "state", PartitionState.LOADING)
             [described] = describe(client, "g", version=6, ops=True)
             assert (described.error_code, described.group_state) == (loading, "")
             assert described.authorized_operations == -(2**31)

@@ -4,8 +4,9 @@ Behaviour, as Apache Kafka 4.4:
 - Per partition: a topic or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION
   (v10 names topics by id: an unknown id is UNKNOWN_TOPIC_ID); metadata longer than
   ``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE; the rest is committed.
-- The group decides for all the others (:meth:`~millpond.broker.groups.offsets.Offsets.commit`), and
-  is not asked (nor made) when there are none: a commit with generation -1 and no
+- The group decides for all the others (:meth:`~millpond.broker.groups.offsets.Offsets.commit`,
+  answered once its records are committed), and is not asked (nor made) when there
+  are none: a commit with generation -1 and no
   member outside group management is accepted into an Empty group (and makes one); a
   member must be current (UNKNOWN_MEMBER_ID,
   ILLEGAL_GENERATION, FENCED_INSTANCE_ID), not in CompletingRebalance

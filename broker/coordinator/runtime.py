@@ -361,10 +361,12 @@ class CoordinatorRuntime(Generic[S, U]):
                         shard.replay(record)
         except AppendError as exc:
             done.fail(coordinator_error(exc.code))
+            self._catch_up(context)  # what the operation wrote before failing still counts
             return done
         except Exception:
             log.exception("partition %d: a write operation failed", partition)
             done.fail(ErrorCode.UNKNOWN_SERVER_ERROR)
+            self._catch_up(context)
             return done
         self._catch_up(context)
         response = result.response

@@ -303,3 +303,19 @@ def test_a_loaded_partition_starts_from_the_committed_offset() -> None:
     assert answer(done) is None
     rt.on_committed(0, 8)
     assert answer(done) == "put a"
+
+
+def test_what_a_failing_operation_wrote_before_it_failed_still_gets_answered() -> None:
+    parts = Partitions(auto_commit=True)
+    rt = active(parts, 0)
+    parked: list[str] = []
+
+    def op(shard: Toy) -> CoordinatorResult[str, Put]:
+        shard.context.append([("x", 1)])
+        shard.context.defer(lambda: parked.append("answered"))
+        parts.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        shard.context.append([("y", 2)])  # raises
+        return CoordinatorResult((), "unreachable")
+
+    assert answer(rt.write(0, op)) == ErrorCode.NOT_COORDINATOR
+    assert parked == ["answered"]  # its first record was committed

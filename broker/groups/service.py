@@ -4,11 +4,13 @@ shard per partition this broker leads, the event loop as its clock.
 
 - The topic is created (50 compacted partitions by default, Kafka's configs) when a
   group is first looked up or used, as Kafka does. Leadership of a partition loads it
-  (:meth:`GroupService.became_leader`): its records are replayed into a fresh shard in a
-  task that yields to the event loop, and a group whose partition is loading answers
-  COORDINATOR_LOAD_IN_PROGRESS; losing it (:meth:`GroupService.resigned`) unloads the
-  shard. Single node: this broker leads every partition, all loaded at start-up (or at
-  once, empty, when the topic is created), so it coordinates every group.
+  (:meth:`GroupService.on_election`, what the metadata publisher's leadership
+  listeners are told): its records are replayed into a fresh shard in a task that
+  yields to the event loop, and a group whose partition is loading answers
+  COORDINATOR_LOAD_IN_PROGRESS; losing it (:meth:`GroupService.on_resignation`)
+  unloads the shard. Single node: this broker leads every partition, all loaded at
+  start-up (or at once, empty, when the topic is created), so it coordinates every
+  group.
 - A request is an operation of its group's partition (:meth:`GroupService.write`,
   :meth:`GroupService.read`); records are appended as one batch through the replica
   manager, like any produce, and the answer goes out once the partition's high
@@ -153,7 +155,7 @@ class GroupService:
 
     # -- leadership ------------------------------------------------------------------------
 
-    def became_leader(self, partition: int, leader_epoch: int) -> None:
+    def on_election(self, partition: int, leader_epoch: int) -> None:
         """This broker now leads ``partition`` of ``__consumer_offsets``: load it (an
         empty log at once, else in a task), unless that epoch is no news."""
         if not self.runtime.load(partition, leader_epoch):
@@ -170,7 +172,7 @@ class GroupService:
         )
         self._loads[partition] = task
 
-    def resigned(self, partition: int, leader_epoch: int | None) -> None:
+    def on_resignation(self, partition: int, leader_epoch: int | None) -> None:
         """This broker no longer leads ``partition`` (``leader_epoch`` None: the topic
         was deleted): unload its shard; what waits on it answers NOT_COORDINATOR."""
         if self._runtime is not None and self._runtime.unload(partition, leader_epoch):
@@ -185,7 +187,7 @@ class GroupService:
         node = self._broker.node_id
         for partition, registration in sorted(topic.partitions.items()):
             if registration.leader == node:
-                self.became_leader(partition, registration.leader_epoch)
+                self.on_election(partition, registration.leader_epoch)
 
     # -- what handlers ask -----------------------------------------------------------------
 

@@ -3,8 +3,9 @@ the handler-level checks of SyncGroup and OffsetCommit they rely on)."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -422,3 +423,43 @@ def test_loading_partition() -> None:
             response = _delete_offsets(client, "g", {"t": [0]})
             assert (response.error_code, response.topics) == (loading, [])
         assert committed(client, "g", "t", [0]) == [10]
+
+
+# --- leadership of __consumer_offsets ------------------------------------------------------
+
+
+def test_resigning_a_partition_unloads_its_groups_and_an_election_loads_them_again() -> None:
+    with group_broker() as (broker, client):
+        commit(client, "g", {"t": [0]})
+        service = broker.groups
+        partition = service.partition("g")
+        loop = service._tasks[0].get_loop()  # the broker's event loop, in its own thread
+
+        def on_loop(action: Callable[[], None]) -> None:
+            async def run() -> None:
+                action()
+
+            asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=10)
+
+        # What the metadata publisher's leadership listeners hear when leadership moves.
+        on_loop(lambda: service.on_resignation(partition, 100))
+        request = OffsetFetchRequest(
+            group_id="g", topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0])]
+        )
+        _, response = client.request(request, 7)
+        assert isinstance(response, OffsetFetchResponse)
+        assert response.error_code == ErrorCode.NOT_COORDINATOR
+        assert describe(client, "g")[0].error_code == ErrorCode.NOT_COORDINATOR
+        assert commit(client, "g", {"t": [1]}).topics[0].partitions[0].error_code == (
+            ErrorCode.NOT_COORDINATOR
+        )
+        on_loop(lambda: service.on_election(partition, 101))  # replays the partition's log
+
+        async def loaded() -> None:
+            task = service._loads.get(partition)  # the load, a task of the broker's loop
+            if task is not None:
+                await task
+
+        asyncio.run_coroutine_threadsafe(loaded(), loop).result(timeout=10)
+        assert service.availability("g") == ErrorCode.NONE
+        assert committed(client, "g", "t", [0, 1]) == [10, -1]

@@ -147,6 +147,7 @@ class Broker:
             self.config.log_config,
             node_id,
             clock=self.clock,
+            min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
         )
         self.connections: set[KafkaConnection] = set()
         default_advertised = (advertised_host or host or "127.0.0.1", advertised_port)
@@ -168,8 +169,6 @@ class Broker:
         )
         self.server = self.listeners.primary
         self.dispatcher: Dispatcher = self.server.dispatcher
-        self.data_arrived = asyncio.Event()
-        self.replicas.on_append(self._wake_fetches)
         self.maintenance = Maintenance(self)
         self.groups = GroupService(self)
         self._control: BrokerControl | None = None
@@ -218,10 +217,6 @@ class Broker:
             return self.config.log_config(self.controller.image.topic_config(topic))
         except LogConfigError:
             return self.config.log_config()
-
-    def _wake_fetches(self) -> None:
-        self.data_arrived.set()
-        self.data_arrived = asyncio.Event()
 
     @property
     def control(self) -> BrokerControl:

@@ -1,7 +1,7 @@
 """Producer ids for InitProducerId: allocation in blocks, and the request's logic.
 
 Producer ids must never repeat across the cluster or across restarts: a partition
-keeps the state of each id it has seen (:mod:`millpond.broker.producer_state`), and a
+keeps the state of each id it has seen (:mod:`millpond.storage.producer_state`), and a
 new producer given an old id would be judged by the old one's sequences. Kafka
 therefore lets the controller hand each broker a block of
 :data:`PRODUCER_ID_BLOCK_SIZE` ids at a time, recorded as a ``ProducerIdsRecord`` in the

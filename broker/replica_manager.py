@@ -1,22 +1,33 @@
-"""Partitions as the broker serves them: logs found through the metadata image.
+"""Partitions as the broker serves them, and the one door for appending to and reading
+from them: Kafka's ``ReplicaManager``.
 
-Single node for now: this broker leads every partition and is its whole ISR, so the
-high watermark follows the log end after each append (``acks=all`` is satisfied by
-the leader alone). The structure is the one a cluster needs: the image says which
-partitions exist and at which leader epoch; the log manager owns their logs.
+The metadata image says which partitions exist, who leads them, their ISR and leader
+epoch; the log manager owns their logs. Each partition this broker leads is a
+:class:`~millpond.broker.partition.Partition`, made on first use with its log and its
+idempotent-producer state (:class:`~millpond.storage.producer_state.ProducerStateManager`,
+loaded by :func:`~millpond.storage.producer_state_load.load_producer_state`), and
+brought up to date with the image's registration on every lookup. The high watermark
+moves by the partition's ISR rule after each append; with this broker as the whole ISR
+it follows the log end.
 
-Each open partition also has its idempotent-producer state
-(:class:`~millpond.broker.producer_state.ProducerStateManager`), created with the log:
-loaded from the partition's newest ``.snapshot`` file, then brought up to the log end
-by a header-only walk of the batches after it (records are never decoded; a
-transaction marker's batch is the one thing read whole). An append is judged by the
-state first (CRC and size checks come before it, as in Kafka's ``UnifiedLog.append``);
-a duplicate of one of the producer's last 5 batches appends nothing and answers the
-original offsets. A snapshot is written when an append rolls a segment (at the new
-segment's base offset, before the batches in it are committed to the state) and for
-every open partition at a clean shutdown (:meth:`ReplicaManager.shutdown`), so a
-restart replays little. :meth:`ReplicaManager.remove_expired_producers` is the hook a
-periodic task calls every ``producer.id.expiration.check.interval.ms``.
+An append walks the request's batches once: lengths and magic (INVALID_RECORD), then
+``min.insync.replicas`` for ``acks=all`` (NOT_ENOUGH_REPLICAS, through the partition's
+effective minimum), then base offsets, sizes, CRCs and the topic's record rules, then
+the producer state (as Kafka's ``UnifiedLog.append``); a duplicate of one of the
+producer's last 5 batches appends nothing and answers the original offsets. A request
+of one batch reaches the log's one-batch append. A snapshot is written when an append
+rolls a segment (at the new segment's base offset, before the batches in it are
+committed to the state) and for every open partition at a clean shutdown
+(:meth:`ReplicaManager.shutdown`), so a restart replays little.
+:meth:`ReplicaManager.remove_expired_producers` is the hook a periodic task calls every
+``producer.id.expiration.check.interval.ms``.
+
+Requests that must wait (``acks=all`` produces until the high watermark covers them,
+fetches until ``min_bytes``) wait in :attr:`ReplicaManager.delayed_produces` and
+:attr:`ReplicaManager.delayed_fetches`, keyed by (topic, partition); an append or a
+high watermark move retries only the operations on that partition.
+:meth:`ReplicaManager.stop_partitions` drops partitions (their logs deleted with their
+topic) and completes what waited on them.
 
 Not thread-safe: the broker's event loop makes every call.
 """
@@ -24,31 +35,34 @@ Not thread-safe: the broker's event loop makes every call.
 from __future__ import annotations
 
 import logging
-import struct
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-from millpond.broker.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT, ProducerStateManager
+from millpond.broker import purgatory_timer
+from millpond.broker.control.clock import ControlledClock
+from millpond.broker.partition import ACKS_ALL, Partition
+from millpond.broker.purgatory import Purgatory
 from millpond.controller.image import MetadataImage, TopicImage
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.config import ConfigError, LogConfig
-from millpond.storage.fs import Buffer, File
 from millpond.storage.log import Log
 from millpond.storage.log_manager import LogManager
 from millpond.storage.log_types import CorruptRecordError, LogAppendInfo, RecordTooLargeError
-from millpond.storage.segment_read import walk_headers
+from millpond.storage.producer_state import (
+    PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    ProducerStateManager,
+)
+from millpond.storage.producer_state_load import load_producer_state
 from millpond.wire import DecodeError
 from millpond.wire.errors import ErrorCode
-from millpond.wire.records import BATCH_HEADER_SIZE, RecordBatch, iter_batches
-from millpond.wire.records.batch import CONTROL_BIT, HEADER, MIN_BATCH_LENGTH
+from millpond.wire.records import RecordBatch, iter_batches
 
 _log = logging.getLogger("millpond.broker")
 
-#: Where ``batch_length`` sits in a batch header (after the int64 base offset).
-_BATCH_LENGTH = struct.Struct(">i")
-_BATCH_LENGTH_OFFSET = 8
-_ATTRIBUTES_FIELD = 5
-_PRODUCER_ID_FIELD = 9
+MIN_INSYNC_REPLICAS_KEY = "min.insync.replicas"
+
+#: A partition's key in the table and the purgatories.
+PartitionId = tuple[str, int]
 
 
 class AppendResult(NamedTuple):
@@ -58,11 +72,10 @@ class AppendResult(NamedTuple):
     #: The batches duplicate ones already in the log (``info`` holds the originals'
     #: offsets, and the log append time is the original batch's timestamp, as Kafka says).
     duplicate: bool = False
-
-
-class _Partition(NamedTuple):
-    log: Log
-    producers: ProducerStateManager
+    #: The log start offset, for the failures Kafka answers with it (else -1).
+    log_start_offset: int = -1
+    #: The partition appended to (``acks=all`` waits on it).
+    partition: Partition | None = None
 
 
 class ReplicaManager:
@@ -75,6 +88,7 @@ class ReplicaManager:
         *,
         clock: Clock | None = None,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        min_insync_replicas: int = 1,
     ) -> None:
         self._logs = log_manager
         self._image = image
@@ -82,12 +96,14 @@ class ReplicaManager:
         self.node_id = node_id
         self._clock: Clock = clock or SystemClock()
         self._producer_id_expiration_ms = producer_id_expiration_ms
-        self._on_append: list[Callable[[], None]] = []
-        self._partitions: dict[tuple[str, int], _Partition] = {}
-
-    def on_append(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` after every successful append (wakes long-poll fetches)."""
-        self._on_append.append(callback)
+        self._min_insync_replicas = min_insync_replicas
+        self._partitions: dict[PartitionId, Partition] = {}
+        # Waits end on the system's time even while a controlled clock is frozen.
+        waits = (
+            self._clock.wait_clock() if isinstance(self._clock, ControlledClock) else self._clock
+        )
+        self.delayed_produces: Purgatory[PartitionId] = Purgatory(waits)
+        self.delayed_fetches: Purgatory[PartitionId] = Purgatory(waits)
 
     def log_config(self, topic: str) -> LogConfig:
         """The topic's effective config: broker-level defaults overlaid by its own (the
@@ -97,43 +113,85 @@ class ReplicaManager:
         except ConfigError:
             return self._log_config({})
 
-    def log(self, topic: TopicImage, partition: int) -> Log | None:
-        """The partition's log, created on first use; None if the image has no such
-        partition or another broker leads it."""
-        registration = topic.partitions.get(partition)
+    def min_insync_replicas(self, topic: str) -> int:
+        """The topic's ``min.insync.replicas`` (the broker's when it sets none)."""
+        value = self._image().topic_config(topic).get(MIN_INSYNC_REPLICAS_KEY)
+        try:
+            return int(value) if value is not None else self._min_insync_replicas
+        except ValueError:
+            return self._min_insync_replicas
+
+    def partition(self, topic: TopicImage, index: int) -> Partition | None:
+        """The partition as this broker leads it, its log created on first use; None if
+        the image has no such partition or another broker leads it."""
+        registration = topic.partitions.get(index)
         if registration is None or registration.leader != self.node_id:
             return None
-        log = self._logs.get_log(topic.name, partition)
-        if log is None:
-            config = self.log_config(topic.name)
-            log = self._logs.get_or_create_log(topic.name, partition, topic.topic_id, config)
-        if log.high_watermark < log.log_end_offset:
-            # A single node is its partitions' whole ISR: everything in a log it leads
-            # is committed, also what a previous run of this broker wrote.
-            log.update_high_watermark(log.log_end_offset)
-        return log
+        name = topic.name
+        log = self._logs.get_log(name, index)
+        known = self._partitions.get((name, index))
+        if known is None or known.log is not log or log is None:
+            if log is None:
+                log = self._logs.get_or_create_log(
+                    name, index, topic.topic_id, self.log_config(name)
+                )
+            known = self._open(topic, index, log)
+        if known.registration is not registration:
+            known.update_registration(registration)
+        return known
+
+    def log(self, topic: TopicImage, partition: int) -> Log | None:
+        """The partition's log (see :meth:`partition`)."""
+        known = self.partition(topic, partition)
+        return None if known is None else known.log
 
     def producer_state(self, topic: TopicImage, partition: int) -> ProducerStateManager | None:
-        """The partition's producer state (loaded with its log), or None as :meth:`log`."""
-        log = self.log(topic, partition)
-        return None if log is None else self._partition(topic.name, partition, log).producers
+        """The partition's producer state (loaded with its log), or None as :meth:`partition`."""
+        known = self.partition(topic, partition)
+        return None if known is None else known.producers
 
-    def append(self, topic: TopicImage, partition: int, records: memoryview) -> AppendResult:
-        log = self.log(topic, partition)
-        if log is None:
-            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        producers = self._partition(topic.name, partition, log).producers
+    def append(
+        self, topic: TopicImage, partition: int, records: memoryview, *, acks: int = 1
+    ) -> AppendResult:
+        """Append a produce request's records to the partition, as its leader."""
         if records.readonly:  # offsets and epoch are stamped into the batches in place
             records = memoryview(bytearray(records))
         try:
-            batches = _checked_batches(records, log.config.max_message_bytes)
-        except RecordTooLargeError as exc:
-            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, str(exc))
-        except CorruptRecordError as exc:
-            return AppendResult(ErrorCode.CORRUPT_MESSAGE, str(exc))
-        problem = _invalid_records(batches, log.config, self._clock.now_ms())
+            batches = list(iter_batches(records))
+        except DecodeError:
+            batches = []
+        if not batches:
+            # Kafka sends no error_message for these, nor for oversized or corrupt batches
+            # (checked against the real broker by compat_tests/test_differential.py).
+            return AppendResult(ErrorCode.INVALID_RECORD)
+        known = self.partition(topic, partition)
+        if known is None:
+            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        log = known.log
+        if acks == ACKS_ALL:
+            enough = known.check_enough_replicas(acks, self.min_insync_replicas(topic.name))
+            if enough != ErrorCode.NONE:  # Kafka answers it without a message
+                return AppendResult(enough)
+        config = log.config
+        for batch in batches:
+            if batch.base_offset != 0:
+                # Refused when the log validates the batch: the answer has its log start.
+                return AppendResult(ErrorCode.INVALID_RECORD, log_start_offset=log.log_start_offset)
+            if batch.size_in_bytes > config.max_message_bytes:
+                return AppendResult(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"batch of {batch.size_in_bytes} bytes exceeds max.message.bytes "
+                    f"{config.max_message_bytes}",
+                )
+            if not batch.is_valid():
+                return AppendResult(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"batch at offset {batch.base_offset} fails its CRC",
+                )
+        problem = _invalid_records(batches, config, self._clock.now_ms())
         if problem is not None:
             return AppendResult(*problem)
+        producers = known.producers
         check = producers.check_and_prepare(batches)
         if check.duplicate is not None:
             original = check.duplicate
@@ -141,13 +199,20 @@ class ReplicaManager:
                 original.first_offset, original.last_offset, original.timestamp,
                 original.last_offset, original.timestamp, log.log_start_offset, 0, 0, 0,
             )  # fmt: skip
-            return AppendResult(ErrorCode.NONE, None, info, duplicate=True)
+            return AppendResult(ErrorCode.NONE, None, info, duplicate=True, partition=known)
         if not check.ok:
             return AppendResult(check.error, check.message)
-        epoch = topic.partitions[partition].leader_epoch
+        # One batch (most requests): the log's one-batch append reads the header itself.
+        appended = None if len(batches) == 1 and not config.log_append_time else batches
         active = log.active_segment.base_offset
         try:
-            info = log.append(records, assign_offsets=True, leader_epoch=epoch, batches=batches)
+            info = log.append(
+                records,
+                assign_offsets=True,
+                leader_epoch=known.leader_epoch,
+                validate_crc=False,
+                batches=appended,
+            )
         except RecordTooLargeError as exc:
             return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, str(exc))
         except CorruptRecordError as exc:
@@ -157,27 +222,65 @@ class ReplicaManager:
             # The state still ends where the new segment starts: Kafka's snapshot at roll.
             self._snapshot(log, producers)
         producers.commit(check, info)
-        log.update_high_watermark(log.log_end_offset)
-        for callback in self._on_append:
-            callback()
-        return AppendResult(ErrorCode.NONE, None, info)
+        key = (topic.name, partition)
+        if known.maybe_advance_high_watermark() and self.delayed_produces.watching(key):
+            self.delayed_produces.check_and_complete(key)
+        if self.delayed_fetches.watching(key):
+            self.delayed_fetches.check_and_complete(key)
+        return AppendResult(ErrorCode.NONE, None, info, partition=known)
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def _open(self, topic: TopicImage, index: int, log: Log) -> Partition:
+        """A partition's state, made when its log is first seen (or was replaced: a
+        deleted and re-created topic gets a new log, and a new state)."""
+        name = topic.name
+        producers = ProducerStateManager(
+            f"{name}-{index}", self._producer_id_expiration_ms, self._clock
+        )
+        load_producer_state(producers, log)
+        known = Partition(name, index, topic.topic_id, log, producers, self.node_id)
+        self._partitions[(name, index)] = known
+        return known
+
+    def stop_partitions(
+        self, topic: str, indexes: Iterable[int], *, delete: bool, delay_ms: int | None = None
+    ) -> int:
+        """Stop serving a topic's partitions: drop them from the table and, with
+        ``delete``, delete their logs (the files go ``delay_ms`` later; see
+        :meth:`LogManager.delete_logs`). Without it the logs stay, and a snapshot of
+        the producer state is taken. Operations waiting on them complete now (their
+        partitions are gone). Returns how many were open here."""
+        wanted = list(indexes)
+        stopped = 0
+        for index in wanted:
+            known = self._partitions.pop((topic, index), None)
+            if known is None:
+                continue
+            stopped += 1
+            if not delete:
+                self._snapshot(known.log, known.producers)
+        if delete:
+            self._logs.delete_logs(topic, wanted, delay_ms)
+        for index in wanted:
+            self.delayed_produces.check_and_complete((topic, index))
+            self.delayed_fetches.check_and_complete((topic, index))
+        return stopped
+
+    def poke_delayed(self) -> None:
+        """The clock jumped: expire the delayed operations it made due, now."""
+        purgatory_timer.poke(self.delayed_produces)
+        purgatory_timer.poke(self.delayed_fetches)
+
+    def open_partitions(self) -> list[PartitionId]:
+        """(topic, partition) of every partition in the table."""
+        return list(self._partitions)
+
+    def is_open(self, topic: str, index: int) -> bool:
+        """Whether the partition is still served (a delayed operation asks)."""
+        return (topic, index) in self._partitions
 
     # -- producer state ------------------------------------------------------------------
-
-    def _partition(self, topic: str, partition: int, log: Log) -> _Partition:
-        """The partition's state, loaded when its log is first seen (or was replaced: a
-        deleted and re-created topic gets a new log, and a new state)."""
-        key = (topic, partition)
-        known = self._partitions.get(key)
-        if known is not None and known.log is log:
-            return known
-        producers = ProducerStateManager(
-            f"{topic}-{partition}", self._producer_id_expiration_ms, self._clock
-        )
-        _load_producer_state(producers, log)
-        known = _Partition(log, producers)
-        self._partitions[key] = known
-        return known
 
     def _snapshot(self, log: Log, producers: ProducerStateManager) -> None:
         """A snapshot at the state's map end offset; a failure to write one is logged
@@ -203,33 +306,12 @@ class ReplicaManager:
     def shutdown(self) -> None:
         """A clean shutdown's producer snapshots: one at the log end of every open
         partition, so the next start replays nothing. Call before the logs close."""
-        for partition in self._partitions.values():
-            log, producers = partition
+        for known in self._partitions.values():
+            log, producers = known.log, known.producers
             if log.log_end_offset >= producers.map_end_offset:
                 producers.update_map_end_offset(log.log_end_offset)
             self._snapshot(log, producers)
         self._partitions.clear()
-
-
-def _checked_batches(records: memoryview, max_message_bytes: int) -> list[RecordBatch]:
-    """The request's batches, each within ``max.message.bytes`` and with a good CRC
-    (Kafka's ``analyzeAndValidateRecords``, which runs before the producer state is
-    asked); the log is handed these views, so it walks nothing again."""
-    try:
-        batches = list(iter_batches(records))
-    except DecodeError as exc:
-        raise CorruptRecordError(str(exc)) from None
-    if not batches:
-        raise CorruptRecordError("no record batches to append")
-    for batch in batches:
-        if batch.size_in_bytes > max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {batch.size_in_bytes} bytes exceeds max.message.bytes "
-                f"{max_message_bytes}"
-            )
-        if not batch.is_valid():
-            raise CorruptRecordError(f"batch at offset {batch.base_offset} fails its CRC")
-    return batches
 
 
 def _invalid_records(
@@ -265,86 +347,3 @@ def _invalid_records(
                     "a key, or use cleanup.policy=delete"
                 )
     return None
-
-
-def _load_producer_state(producers: ProducerStateManager, log: Log) -> None:
-    """Kafka's load of a log's producer state: the newest valid snapshot, then a replay
-    of the batch headers from its offset to the log end, then a snapshot at the log end
-    (so the next load after a crash starts there)."""
-    fs, directory = log.file_system, log.directory
-    start = producers.load(fs, directory, log.log_start_offset, log.log_end_offset)
-    if start < log.log_end_offset:
-        for batch in _producer_batches(log, start):
-            producers.replay_batch(batch)
-        producers.update_map_end_offset(log.log_end_offset)
-    producers.take_snapshot(fs, directory)
-
-
-def _producer_batches(log: Log, start: int) -> Iterator[RecordBatch]:
-    """The batches from the one holding ``start`` to the log end that carry a producer
-    id, as header-only :class:`RecordBatch` views (a 61-byte header whose
-    ``batch_length`` says "no records"). A control batch is read whole: the state reads
-    a transaction marker's record."""
-    segments = log.segments
-    for i, segment in enumerate(segments):
-        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if following is not None and following <= start:
-            continue
-        position = 0
-        if segment.base_offset < start:
-            first = segment.translate_offset(start)
-            if first is None:
-                continue
-            position = first.position
-        file = _WindowedFile(segment.log_file)
-        for header in walk_headers(file, position, segment.size):
-            raw = file.read_at(header.position, BATCH_HEADER_SIZE)
-            fields = HEADER.unpack_from(raw)
-            if fields[_PRODUCER_ID_FIELD] < 0:
-                continue
-            if fields[_ATTRIBUTES_FIELD] & CONTROL_BIT:
-                yield RecordBatch(segment.log_file.read_at(header.position, header.size))
-                continue
-            view = bytearray(raw)
-            _BATCH_LENGTH.pack_into(view, _BATCH_LENGTH_OFFSET, MIN_BATCH_LENGTH)
-            yield RecordBatch(view)
-
-
-class _WindowedFile:
-    """A segment file that keeps the last window it read, so the header walk's windows
-    also serve the full-header reads that follow (one pread per window, not per batch)."""
-
-    def __init__(self, file: File) -> None:
-        self._file = file
-        self._start = 0
-        self._buf = b""
-
-    @property
-    def path(self) -> str:
-        return self._file.path
-
-    def size(self) -> int:
-        return self._file.size()
-
-    def read_at(self, position: int, size: int) -> bytes:
-        offset = position - self._start
-        if offset >= 0 and offset + size <= len(self._buf):
-            return self._buf[offset : offset + size]
-        data = self._file.read_at(position, size)
-        self._start, self._buf = position, data
-        return data
-
-    def append(self, data: Buffer) -> None:
-        raise OSError(f"{self.path}: opened for the producer state replay, read-only")
-
-    def truncate(self, size: int) -> None:
-        raise OSError(f"{self.path}: opened for the producer state replay, read-only")
-
-    def sync(self) -> None:
-        """Nothing to sync: reads only."""
-
-    def close(self) -> None:
-        """The segment owns the file."""
-
-    def fileno(self) -> int | None:
-        return self._file.fileno()

@@ -15,6 +15,7 @@ class ControlledClock:
         self._base = base or SystemClock()
         self._offset_ms = 0
         self._frozen: tuple[int, int] | None = None  # (wall, monotonic) while frozen
+        self._advanced_ms = 0  # every jump so far; resuming never takes one back
 
     def now_ms(self) -> int:
         if self._frozen is not None:
@@ -42,6 +43,7 @@ class ControlledClock:
             wall, mono = self._frozen
             self._frozen = (wall + ms, mono + ms)
         self._offset_ms += ms
+        self._advanced_ms += ms
 
     def freeze(self) -> None:
         if self._frozen is None:
@@ -54,3 +56,23 @@ class ControlledClock:
         wall, _ = self._frozen
         self._frozen = None
         self._offset_ms = wall - self._base.now_ms()
+
+    def wait_clock(self) -> WaitClock:
+        """The clock that bounds waits (long polls, ``acks=all``): see :class:`WaitClock`."""
+        return WaitClock(self._base, self)
+
+
+class WaitClock:
+    """The system's clock plus every jump of a :class:`ControlledClock`: a wait ends
+    after its time has passed for real even while the controlled clock is frozen (so a
+    frozen test clock never hangs a long poll), and at once when a jump covers it."""
+
+    def __init__(self, base: Clock, controlled: ControlledClock) -> None:
+        self._base = base
+        self._controlled = controlled
+
+    def now_ms(self) -> int:
+        return self._base.now_ms() + self._controlled._advanced_ms
+
+    def monotonic_ms(self) -> int:
+        return self._base.monotonic_ms() + self._controlled._advanced_ms

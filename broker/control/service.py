@@ -93,6 +93,7 @@ class BrokerControl:
             raise ControlError(f"the clock only moves forwards: ms must be at least 0, not {ms}")
         self.clock.advance(ms)
         self._broker.groups.poke()
+        self._broker.replicas.poke_delayed()
         self._broker.maintenance.run_time_driven_tasks()
         return self.clock_state()
 

@@ -128,5 +128,5 @@ def handle(
     delay_ms = broker.config.log_config().file_delete_delay_ms
     for name, indexes in partitions.items():
         if broker.image.topic(name) is None:  # the removal is committed
-            broker.log_manager.delete_logs(name, indexes, delay_ms)
+            broker.replicas.stop_partitions(name, indexes, delete=True, delay_ms=delay_ms)
     return DeleteTopicsResponse(responses=results)

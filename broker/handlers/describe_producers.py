@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.producer_state import ProducerStateManager
 from millpond.controller.image import TopicImage
 from millpond.controller.replication_control import validate_topic_name
 from millpond.controller.results import ApiError
+from millpond.storage.producer_state import ProducerStateManager
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.describe_producers_request import DescribeProducersRequest
 from millpond.wire.generated.api.describe_producers_response import (

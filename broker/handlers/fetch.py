@@ -22,8 +22,10 @@ Behaviour, as Apache Kafka 4.4:
   the first partition with data comes whole however large (KIP-74); a batch cut by the
   limits is left out whole.
 - Long poll: with fewer than min_bytes gathered and no partition read with an error or
-  a diverging epoch (partitions unknown to the image do not count), wait for appends,
-  re-reading after each, until min_bytes is reached or max_wait_ms passes.
+  a diverging epoch (partitions unknown to the image do not count), the fetch waits in
+  the purgatory, watching only the partitions it reads: an append to one of them
+  re-reads it, until min_bytes is reached or max_wait_ms passes (then it answers with
+  what there is). A deleted partition ends the wait (its error is answered at once).
 - v12+: last_fetched_epoch checked against the leader epoch cache: diverging_epoch
   (epoch, end offset) when the fetcher's log diverged. v16+: current_leader and
   node_endpoints for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH.
@@ -40,11 +42,11 @@ watermark in the request (KIP-1166).
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Awaitable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from millpond.broker import purgatory_timer
 from millpond.broker.context import RequestContext
 from millpond.broker.fetch_sessions import (
     ZERO_UUID,
@@ -55,6 +57,7 @@ from millpond.broker.fetch_sessions import (
     new_context,
     partition_key,
 )
+from millpond.broker.purgatory import DelayedOperation
 from millpond.storage.log_types import OffsetOutOfRangeError
 from millpond.storage.segment_read import FileRegion
 from millpond.wire.errors import ErrorCode
@@ -152,12 +155,50 @@ def handle(
     )
     max_bytes = min(request.max_bytes, FETCH_MAX_BYTES)
     fetch = _Fetch(broker, version, context, replica_id >= 0, request.isolation_level, max_bytes)
-    arrived = broker.data_arrived
     reads, failed = fetch.read()
     min_bytes = min(request.min_bytes, max_bytes)
     if request.max_wait_ms <= 0 or not reads or fetch.complete(reads, min_bytes):
         return fetch.respond(reads + failed)
-    return fetch.long_poll(arrived, min_bytes, request.max_wait_ms)
+    return _long_poll(DelayedFetch(fetch, min_bytes, request.max_wait_ms, len(reads)), reads)
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for ``min_bytes`` (Kafka's ``DelayedFetch``): each try re-reads
+    its partitions; at its deadline it answers with what there is."""
+
+    __slots__ = ("fetch", "known", "min_bytes", "response")
+
+    def __init__(self, fetch: _Fetch, min_bytes: int, max_wait_ms: int, known: int) -> None:
+        super().__init__(max_wait_ms)
+        self.fetch = fetch
+        self.min_bytes = min_bytes
+        #: How many of its partitions the image knew when it began to wait.
+        self.known = known
+        self.response: FetchResponse | None = None
+
+    def try_complete(self) -> bool:
+        reads, failed = self.fetch.read()
+        # A partition deleted meanwhile ends the wait, as Kafka's DelayedFetch does.
+        if len(reads) == self.known and not self.fetch.complete(reads, self.min_bytes):
+            return False
+        self.response = self.fetch.respond(reads + failed)
+        return True
+
+    def on_complete(self, expired: bool) -> None:
+        if self.response is None:
+            reads, failed = self.fetch.read()
+            self.response = self.fetch.respond(reads + failed)
+
+
+async def _long_poll(delayed: DelayedFetch, reads: list[_Read]) -> FetchResponse:
+    keys = [
+        (read.request.topic, read.request.partition)
+        for read in reads
+        if read.request.topic is not None
+    ]
+    await purgatory_timer.wait(delayed.fetch.broker.replicas.delayed_fetches, delayed, keys)
+    assert delayed.response is not None
+    return delayed.response
 
 
 class _Fetch:
@@ -214,41 +255,36 @@ class _Fetch:
             fenced = current < registration.leader_epoch
             code = ErrorCode.FENCED_LEADER_EPOCH if fenced else ErrorCode.UNKNOWN_LEADER_EPOCH
             return _failure(wanted, code)
-        log = self.broker.replicas.log(topic, wanted.partition)
-        if log is None:
+        partition = self.broker.replicas.partition(topic, wanted.partition)
+        if partition is None:
             return _failure(wanted, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if self.follower:
             code = (
                 ErrorCode.UNKNOWN_LEADER_EPOCH if current >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
             return _failure(wanted, code)
-        high_watermark, log_start = log.high_watermark, log.log_start_offset
+        high_watermark, log_start = partition.high_watermark, partition.log_start_offset
         data = PartitionData(
             partition_index=wanted.partition,
             high_watermark=high_watermark,
-            last_stable_offset=high_watermark,
+            last_stable_offset=partition.last_stable_offset,
             log_start_offset=log_start,
             aborted_transactions=[] if self.committed else None,
             records=b"",
         )
         offset = wanted.fetch_offset
         if wanted.last_fetched_epoch >= 0:
-            epochs = log.leader_epochs
-            epoch, end = (
-                epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset)
-                if epochs is not None
-                else (-1, -1)
-            )
+            epoch, end = partition.end_offset_for_epoch(wanted.last_fetched_epoch)
             if end < 0 or epoch < 0 or offset < log_start:
                 return _failure(wanted, ErrorCode.OFFSET_OUT_OF_RANGE)
             if epoch < wanted.last_fetched_epoch or end < offset:
                 data.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end)
                 return _Read(wanted, data)
         try:
-            fetched = log.read(
+            fetched = partition.read(
                 offset,
                 max(0, min(wanted.max_bytes, limit)),
-                max_offset=high_watermark,
+                committed=self.committed,
                 min_one_message=min_one,
             )
         except OffsetOutOfRangeError:
@@ -269,23 +305,6 @@ class _Fetch:
                 return True
             gathered += read.region.size if read.region is not None else 0
         return gathered >= min_bytes
-
-    async def long_poll(
-        self, arrived: asyncio.Event, min_bytes: int, max_wait_ms: int
-    ) -> FetchResponse:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                await asyncio.wait_for(arrived.wait(), remaining)
-            except TimeoutError:
-                break
-            arrived = self.broker.data_arrived
-            reads, failed = self.read()
-            if self.complete(reads, min_bytes):
-                return self.respond(reads + failed)
-        reads, failed = self.read()
-        return self.respond(reads + failed)
 
     def respond(self, reads: list[_Read]) -> FetchResponse:
         results: list[tuple[PartitionKey, PartitionData]] = []

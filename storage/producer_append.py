@@ -1,6 +1,6 @@
 """The rules for one producer's batches in one append: Kafka's ``ProducerAppendInfo``.
 
-Split from :mod:`millpond.broker.producer_state` (which says what the rules are and
+Split from :mod:`millpond.storage.producer_state` (which says what the rules are and
 when they run). A :class:`ProducerAppendInfo` starts from the producer's committed
 entry and builds, batch by batch, the entry the append would leave behind; each batch
 is checked against the batches before it in the same request, then against the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from millpond.broker.producer_state_entry import (
+from millpond.storage.producer_state_entry import (
     NO_PRODUCER_EPOCH,
     NO_SEQUENCE,
     ProducerStateEntry,

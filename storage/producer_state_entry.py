@@ -1,6 +1,6 @@
 """One producer's state on one partition: Kafka's ``ProducerStateEntry`` and ``BatchMetadata``.
 
-Split from :mod:`millpond.broker.producer_state` (the manager and the append rules) so
+Split from :mod:`millpond.storage.producer_state` (the manager and the append rules) so
 that each module stays readable. An entry holds what the leader needs to judge the
 producer's next batch: its epoch, the metadata of its last
 :data:`NUM_BATCHES_TO_RETAIN` batches (a client keeps at most 5 requests in flight per

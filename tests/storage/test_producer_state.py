@@ -10,15 +10,6 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from millpond.broker.producer_state import (
-    AppendCheck,
-    AppendOrigin,
-    BatchMetadata,
-    CompletedTxn,
-    ProducerStateEntry,
-    ProducerStateManager,
-)
-from millpond.broker.producer_state_entry import INT32_MAX, decrement_sequence, increment_sequence
 from millpond.storage.clock import ManualClock
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import MemFileSystem
@@ -30,6 +21,15 @@ from millpond.storage.producer_snapshots import (
     snapshot_path,
     write_snapshot,
 )
+from millpond.storage.producer_state import (
+    AppendCheck,
+    AppendOrigin,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
+from millpond.storage.producer_state_entry import INT32_MAX, decrement_sequence, increment_sequence
 from millpond.wire.errors import ErrorCode
 from millpond.wire.records import (
     ControlRecordType,

@@ -40,17 +40,16 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from millpond.broker.producer_append import (
+from millpond.storage.clock import Clock, SystemClock
+from millpond.storage.fs import FileSystem
+from millpond.storage.log_types import LogAppendInfo
+from millpond.storage.producer_append import (
     AppendRejected,
     CompletedTxn,
     PendingBatch,
     ProducerAppendInfo,
     pending_batch,
 )
-from millpond.broker.producer_state_entry import BatchMetadata, ProducerStateEntry
-from millpond.storage.clock import Clock, SystemClock
-from millpond.storage.fs import FileSystem
-from millpond.storage.log_types import LogAppendInfo
 from millpond.storage.producer_snapshots import (
     CorruptSnapshotError,
     list_snapshots,
@@ -58,6 +57,7 @@ from millpond.storage.producer_snapshots import (
     snapshot_path,
     write_snapshot,
 )
+from millpond.storage.producer_state_entry import BatchMetadata, ProducerStateEntry
 from millpond.wire.errors import ErrorCode
 from millpond.wire.records import RecordBatch
 

@@ -136,9 +136,26 @@ class ReplicaManager:
                     name, index, topic.topic_id, self.log_config(name)
                 )
             known = self._open(topic, index, log)
-        if known.registration is not registration:
-            known.update_registration(registration)
+        if known.registration is not registration and known.update_registration(registration):
+            self._wake((name, index))
         return known
+
+    def apply_image(self, image: MetadataImage) -> None:
+        """Bring every open partition up to the image's registration (a publisher calls
+        this after each metadata change): a changed ISR may move a high watermark and
+        complete the produces waiting on it."""
+        for (name, index), known in list(self._partitions.items()):
+            topic = image.topic(name)
+            registration = None if topic is None else topic.partitions.get(index)
+            if registration is None or registration is known.registration:
+                continue
+            if known.update_registration(registration):
+                self._wake((name, index))
+
+    def _wake(self, key: PartitionId) -> None:
+        """The partition's high watermark moved: retry what waits on it."""
+        self.delayed_produces.check_and_complete(key)
+        self.delayed_fetches.check_and_complete(key)
 
     def log(self, topic: TopicImage, partition: int) -> Log | None:
         """The partition's log (see :meth:`partition`)."""
@@ -263,8 +280,7 @@ class ReplicaManager:
         if delete:
             self._logs.delete_logs(topic, wanted, delay_ms)
         for index in wanted:
-            self.delayed_produces.check_and_complete((topic, index))
-            self.delayed_fetches.check_and_complete((topic, index))
+            self._wake((topic, index))
         return stopped
 
     def poke_delayed(self) -> None:

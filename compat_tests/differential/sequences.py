@@ -202,12 +202,14 @@ def fetch(
     version: int = 12,
     partition_max_bytes: int = 1 << 20,
     max_bytes: int = 50 << 20,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
     label: str = "fetch",
 ) -> dict[str, Any]:
     request = FetchRequest(
         replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
         max_bytes=max_bytes,
         session_id=0,
         session_epoch=-1,
@@ -856,6 +858,33 @@ def produce_invalid_acks(s: Session) -> None:
     produce(s, "acks", batch(), acks=-2, label="acks=-2")
     produce(s, "acks", batch(), acks=1, label="acks=1")
     fetch(s, "acks", 0)
+
+
+@sequence
+def produce_acks_all_min_isr_capped(s: Session) -> None:
+    """min.insync.replicas above the replica count: the effective minimum is capped at
+    the replica count, so a single-replica partition takes acks=all."""
+    create_quiet(s, "misr", 1, min_insync_replicas="2")
+    describe_topic_configs(s, "misr", "min.insync.replicas")
+    produce(s, "misr", batch(2), label="acks=all, min.insync.replicas=2, 1 replica")
+    produce(s, "misr", batch(1, first=2), acks=1, label="acks=1")
+    produce(s, "misr", batch(1, first=3), version=3, label="acks=all v3")
+    fetch(s, "misr", 0, label="all committed")
+    list_offsets(s, "misr", [-1], 7, label="log end")
+
+
+@sequence
+def fetch_long_polls(s: Session) -> None:
+    """Long polls: below min_bytes until max_wait_ms, then what there is; at once when
+    min_bytes is already there."""
+    create_quiet(s, "lp", 2)
+    fetch(s, "lp", 0, max_wait_ms=300, min_bytes=1, label="empty: waits, answers nothing")
+    produce(s, "lp", batch(3), label="three")
+    fetch(s, "lp", 0, max_wait_ms=10_000, min_bytes=1, label="data there: at once")
+    fetch(s, "lp", 0, max_wait_ms=300, min_bytes=1 << 20, label="below min_bytes: waits")
+    fetch(s, "lp", 3, max_wait_ms=300, min_bytes=1, label="at the log end: waits")
+    fetch(s, "lp", 0, partition=1, max_wait_ms=300, min_bytes=1, label="other partition")
+    fetch(s, "lp", 9, max_wait_ms=10_000, min_bytes=1, label="out of range: at once")
 
 
 @sequence

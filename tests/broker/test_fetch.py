@@ -531,3 +531,84 @@ def test_data_written_before_a_restart_is_readable_after_it(tmp_path: Path) -> N
         [part] = partitions(response)
         assert part.error_code == 0 and part.high_watermark == 1
         assert part.records is not None and len(part.records) > 0
+
+
+def _long_poll(
+    client: Client, request: FetchRequest
+) -> tuple[threading.Thread, list[FetchResponse]]:
+    answer: list[FetchResponse] = []
+    waiter = threading.Thread(target=lambda: answer.append(fetch(client, request, 12)))
+    waiter.start()
+    return waiter, answer
+
+
+def test_a_long_poll_is_woken_only_by_its_own_partitions(broker: Broker) -> None:
+    create_topic(broker, "a")
+    b_id = create_topic(broker, "b")
+    client = Client(broker.port)
+    waiter, answer = _long_poll(
+        client, fetch_request([("b", b_id, 0, 0)], max_wait_ms=30_000, min_bytes=1)
+    )
+    wait_until_parked(broker)
+    fetches = broker.replicas.delayed_fetches
+    assert on_loop(broker, lambda: (fetches.watching(("a", 0)), fetches.watching(("b", 0)))) == (
+        0,
+        1,
+    )
+    append(broker, "a", 0, [b"elsewhere"])
+    assert on_loop(broker, lambda: fetches.watching(("b", 0))) == 1
+    assert not answer
+    append(broker, "b", 0, [b"here"])
+    waiter.join(20)
+    [data] = partitions(answer[0])
+    assert records(data) == log_bytes(broker, "b", 0)
+
+
+def test_a_frozen_clock_does_not_hang_a_long_poll(broker: Broker) -> None:
+    topic_id = create_topic(broker, "t")
+    client = Client(broker.port)
+    on_loop(broker, broker.control.freeze_clock)
+    started = time.monotonic()
+    [data] = partitions(
+        fetch(client, fetch_request([("t", topic_id, 0, 0)], max_wait_ms=200, min_bytes=1), 12)
+    )
+    assert 0.19 <= time.monotonic() - started < 10
+    assert (data.error_code, records(data)) == (0, b"")
+
+
+def test_advancing_the_clock_ends_a_long_poll_at_once(broker: Broker) -> None:
+    topic_id = create_topic(broker, "t")
+    client = Client(broker.port)
+    on_loop(broker, broker.control.freeze_clock)
+    started = time.monotonic()
+    waiter, answer = _long_poll(
+        client, fetch_request([("t", topic_id, 0, 0)], max_wait_ms=600_000, min_bytes=1)
+    )
+    wait_until_parked(broker)
+    on_loop(broker, lambda: broker.control.advance_clock(600_000))
+    waiter.join(20)
+    assert answer, "the fetch did not return"
+    assert time.monotonic() - started < 20
+    [data] = partitions(answer[0])
+    assert (data.error_code, records(data)) == (0, b"")
+
+
+def test_deleting_a_topic_ends_the_long_polls_on_it(broker: Broker) -> None:
+    topic_id = create_topic(broker, "t")
+    client = Client(broker.port)
+    started = time.monotonic()
+    waiter, answer = _long_poll(
+        client, fetch_request([("t", topic_id, 0, 0)], max_wait_ms=600_000, min_bytes=1)
+    )
+    wait_until_parked(broker)
+
+    def delete() -> None:
+        broker.controller.delete_topics(["t"], [])
+        broker.replicas.stop_partitions("t", [0], delete=True)
+
+    on_loop(broker, delete)
+    waiter.join(20)
+    assert answer, "the fetch did not return"
+    assert time.monotonic() - started < 20
+    [data] = partitions(answer[0])
+    assert data.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

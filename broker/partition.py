@@ -24,7 +24,7 @@ from __future__ import annotations
 from millpond.controller.image import PartitionRegistration
 from millpond.storage.log import Log
 from millpond.storage.producer_state import ProducerStateManager
-from millpond.storage.segment_read import FetchData
+from millpond.storage.segment_read import FetchData, TimestampAndOffset
 from millpond.wire.errors import ErrorCode
 
 ACKS_ALL = -1
@@ -173,3 +173,22 @@ class Partition:
         if epochs is None:
             return -1, -1
         return epochs.end_offset_for(epoch, self.log.log_end_offset)
+
+    def fetch_offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first record at or after ``timestamp`` (or the special
+        earliest and max-timestamp targets), as the log finds it."""
+        return self.log.find_offset_by_timestamp(timestamp)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords on the leader: move the log start up to ``offset`` (records
+        below it go with their segments) and tell the producer state; returns the log
+        start offset. The log raises for an offset out of range."""
+        if self.log.delete_records(offset):
+            self.producers.on_log_start_offset_incremented(self.log.log_start_offset)
+        return self.log.log_start_offset
+
+    @property
+    def compacted_only(self) -> bool:
+        """cleanup.policy=compact without delete (DeleteRecords is refused there)."""
+        config = self.log.config
+        return config.compact and not config.delete

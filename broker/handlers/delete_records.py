@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.handlers.describe_producers import producer_state
 from millpond.broker.handlers.metadata import INTERNAL_TOPICS
 from millpond.storage.log_types import OffsetOutOfRangeError
 from millpond.wire.errors import ErrorCode
@@ -67,19 +66,15 @@ def _delete(broker: Broker, name: str, partition: int, offset: int) -> tuple[Err
     if name in INTERNAL_TOPICS:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK
     try:
-        log = broker.replicas.log(topic, partition)
-        if log is None:
+        led = broker.replicas.partition(topic, partition)
+        if led is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, INVALID_LOW_WATERMARK
-        if log.config.compact and not log.config.delete:
+        if led.compacted_only:
             return ErrorCode.POLICY_VIOLATION, INVALID_LOW_WATERMARK
-        target = log.high_watermark if offset == HIGH_WATERMARK else offset
+        target = led.high_watermark if offset == HIGH_WATERMARK else offset
         if target < 0:
             return ErrorCode.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK
-        if log.delete_records(target):
-            producers = producer_state(broker, topic, partition)
-            if producers is not None:
-                producers.on_log_start_offset_incremented(log.log_start_offset)
-        return ErrorCode.NONE, log.log_start_offset
+        return ErrorCode.NONE, led.delete_records_before(target)
     except OffsetOutOfRangeError:
         return ErrorCode.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK
     except OSError:

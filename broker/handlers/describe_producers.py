@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.controller.image import TopicImage
 from millpond.controller.replication_control import validate_topic_name
 from millpond.controller.results import ApiError
 from millpond.storage.producer_state import ProducerStateManager
@@ -55,23 +54,14 @@ def handle(
                 if index not in topic.partitions:
                     answer.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    if broker.replicas.log(topic, index) is None:
+                    partition = broker.replicas.partition(topic, index)
+                    if partition is None:
                         answer.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                     else:
-                        answer.active_producers = _active(producer_state(broker, topic, index))
+                        answer.active_producers = _active(partition.producers)
             partitions.append(answer)
         topics.append(TopicResponse(name=t.name, partitions=partitions))
     return DescribeProducersResponse(topics=topics)
-
-
-def producer_state(
-    broker: Broker, topic: TopicImage, partition: int
-) -> ProducerStateManager | None:
-    """The partition's producer state from the replica manager, or None while the
-    replica manager keeps none."""
-    find = getattr(broker.replicas, "producer_state", None)
-    state = None if find is None else find(topic, partition)
-    return state if isinstance(state, ProducerStateManager) else None
 
 
 def _active(state: ProducerStateManager | None) -> list[ProducerState]:

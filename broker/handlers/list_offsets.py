@@ -90,8 +90,8 @@ def _lookup(
         return _answer(
             index, ErrorCode.FENCED_LEADER_EPOCH if older else ErrorCode.UNKNOWN_LEADER_EPOCH
         )
-    log = broker.replicas.log(topic, index)
-    if log is None:
+    partition = broker.replicas.partition(topic, index)
+    if partition is None:
         return _answer(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     target = wanted.timestamp
     if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
@@ -101,14 +101,14 @@ def _lookup(
     if target == MAX_TIMESTAMP and version < 7:
         return _answer(index, ErrorCode.UNSUPPORTED_VERSION)
     if target == LATEST_TIMESTAMP:
-        offset, leader_epoch = log.high_watermark, registration.leader_epoch
+        offset, leader_epoch = partition.high_watermark, partition.leader_epoch
         return ListOffsetsPartitionResponse(
             partition_index=index, timestamp=-1, offset=offset, leader_epoch=leader_epoch
         )
-    found = log.find_offset_by_timestamp(target)
+    found = partition.fetch_offset_for_timestamp(target)
     if found is None:
         return _answer(index, ErrorCode.NONE)
-    epoch = found.leader_epoch if found.leader_epoch is not None else registration.leader_epoch
+    epoch = found.leader_epoch if found.leader_epoch is not None else partition.leader_epoch
     return ListOffsetsPartitionResponse(
         partition_index=index, timestamp=found.timestamp, offset=found.offset, leader_epoch=epoch
     )

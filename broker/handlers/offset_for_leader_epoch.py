@@ -63,12 +63,10 @@ def _end_offset(
         fenced = current < registration.leader_epoch
         code = ErrorCode.FENCED_LEADER_EPOCH if fenced else ErrorCode.UNKNOWN_LEADER_EPOCH
         return EpochEndOffset(partition=index, error_code=code)
-    log = broker.replicas.log(topic, index)
-    if log is None:
+    partition = broker.replicas.partition(topic, index)
+    if partition is None:
         return EpochEndOffset(partition=index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    if log.leader_epochs is None:
-        return EpochEndOffset(partition=index)
-    epoch, end_offset = log.leader_epochs.end_offset_for(wanted.leader_epoch, log.log_end_offset)
+    epoch, end_offset = partition.end_offset_for_epoch(wanted.leader_epoch)
     if end_offset < 0:
         return EpochEndOffset(partition=index)
     return EpochEndOffset(partition=index, leader_epoch=epoch, end_offset=end_offset)

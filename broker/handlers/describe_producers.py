@@ -4,8 +4,7 @@ partitions.
 Behaviour, as Apache Kafka 4.4:
 - Per partition asked for: every producer in the partition's producer state (id,
   epoch, last sequence, last timestamp, coordinator epoch, and the first offset of its
-  open transaction or -1), from the replica manager's ProducerStateManager (while the
-  replica manager keeps no producer state, the list is empty).
+  open transaction or -1), from the partition's producer state.
 - An illegal topic name is INVALID_TOPIC_EXCEPTION and a missing topic
   UNKNOWN_TOPIC_OR_PARTITION for each of its partitions; a missing partition is
   UNKNOWN_TOPIC_OR_PARTITION; a partition led elsewhere NOT_LEADER_OR_FOLLOWER.
@@ -64,9 +63,7 @@ def handle(
     return DescribeProducersResponse(topics=topics)
 
 
-def _active(state: ProducerStateManager | None) -> list[ProducerState]:
-    if state is None:
-        return []
+def _active(state: ProducerStateManager) -> list[ProducerState]:
     return [
         ProducerState(
             producer_id=pid,

@@ -32,7 +32,7 @@ class DelayedOperation:
     """An operation that completes once: when :meth:`try_complete` says it can, or at
     its deadline. Subclasses say what "can" means and what completing does."""
 
-    __slots__ = ("deadline_ms", "delay_ms", "done", "on_done")
+    __slots__ = ("deadline_ms", "delay_ms", "done", "failure", "on_done")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
@@ -40,6 +40,9 @@ class DelayedOperation:
         self.done = False
         #: Called after :meth:`on_complete` (the edge resolves its future here).
         self.on_done: Callable[[], None] | None = None
+        #: What a try or the completion raised: the operation ends there, and its
+        #: waiter raises it (not whoever's change happened to wake it).
+        self.failure: Exception | None = None
 
     def try_complete(self) -> bool:
         """Whether the operation can complete now (it does not complete itself)."""
@@ -70,7 +73,7 @@ class Purgatory(Generic[K]):
     def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[K]) -> bool:
         """Complete ``operation`` now if it can (True), else watch it under ``keys``
         until :meth:`check_and_complete` or its deadline completes it (False)."""
-        if operation.try_complete():
+        if _attempt(operation):
             self._complete(operation, expired=False)
             return True
         watched = tuple(keys)
@@ -89,7 +92,7 @@ class Purgatory(Generic[K]):
             return 0
         completed = 0
         for operation in list(watchers):
-            if not operation.done and operation.try_complete():
+            if not operation.done and _attempt(operation):
                 self._complete(operation, expired=False)
                 completed += 1
         return completed
@@ -123,7 +126,11 @@ class Purgatory(Generic[K]):
     def _complete(self, operation: DelayedOperation, *, expired: bool) -> None:
         operation.done = True
         self._unwatch(operation)
-        operation.on_complete(expired)
+        if operation.failure is None:
+            try:
+                operation.on_complete(expired)
+            except Exception as exc:  # noqa: BLE001 (handed to the operation's waiter)
+                operation.failure = exc
         if operation.on_done is not None:
             operation.on_done()
 
@@ -134,3 +141,13 @@ class Purgatory(Generic[K]):
                 watchers.pop(operation, None)
                 if not watchers:
                     del self._watchers[key]
+
+
+def _attempt(operation: DelayedOperation) -> bool:
+    """Try ``operation``; one whose try raises is done, with the failure kept for its
+    waiter."""
+    try:
+        return operation.try_complete()
+    except Exception as exc:  # noqa: BLE001 (handed to the operation's waiter)
+        operation.failure = exc
+        return True

@@ -74,7 +74,8 @@ async def wait(
     purgatory: Purgatory[Any], operation: DelayedOperation, keys: Iterable[Hashable]
 ) -> None:
     """Complete ``operation`` now or park it in ``purgatory`` under ``keys`` until it
-    completes (by a change to one of them, or at its deadline)."""
+    completes (by a change to one of them, or at its deadline); raises what its try or
+    completion raised."""
     done = asyncio.get_running_loop().create_future()
 
     def resolve() -> None:
@@ -82,16 +83,17 @@ async def wait(
             done.set_result(None)
 
     operation.on_done = resolve
-    if purgatory.try_complete_else_watch(operation, keys):
-        return
-    timer = _timer(purgatory)
-    timer.arm()
-    try:
-        await done
-    finally:
-        if not operation.done:
-            purgatory.cancel(operation)
-            timer.arm()
+    if not purgatory.try_complete_else_watch(operation, keys):
+        timer = _timer(purgatory)
+        timer.arm()
+        try:
+            await done
+        finally:
+            if not operation.done:
+                purgatory.cancel(operation)
+                timer.arm()
+    if operation.failure is not None:
+        raise operation.failure
 
 
 def poke(purgatory: Purgatory[Any]) -> None:

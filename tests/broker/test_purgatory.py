@@ -231,3 +231,31 @@ def test_a_wait_whose_request_is_cancelled_leaves_the_purgatory() -> None:
 
     asyncio.run(run())
     assert op.completions == []
+
+
+class Broken(Op):
+    def try_complete(self) -> bool:
+        self.tries += 1
+        if self.ready:
+            raise RuntimeError("a bug in the operation")
+        return False
+
+
+def test_a_failing_operation_ends_and_its_waiter_raises_not_the_waker() -> None:
+    purgatory: Purgatory[tuple[str, int]] = Purgatory(ManualClock())
+    op = Broken(60_000)
+
+    async def run() -> None:
+        task = asyncio.create_task(purgatory_timer.wait(purgatory, op, [A]))
+        for _ in range(10):
+            if len(purgatory):
+                break
+            await asyncio.sleep(0)
+        op.ready = True
+        assert purgatory.check_and_complete(A) == 1  # the waker (an append) goes on
+        with pytest.raises(RuntimeError, match="a bug"):
+            await task
+
+    asyncio.run(run())
+    assert op.completions == []  # it never answered
+    assert len(purgatory) == 0

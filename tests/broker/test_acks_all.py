@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from millpond.broker.config import build_config
 from millpond.broker.node import Broker
 from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.controller.replication_control import CreatableTopic
@@ -163,3 +164,14 @@ def test_deleted_topics_leave_the_partition_table(caplog: pytest.LogCaptureFixtu
         assert on_loop(broker, broker.replicas.open_partitions) == [("kept", 0)]
     # The stop snapshots the open partitions only: nothing fails on a deleted one.
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_the_brokers_min_isr_applies_to_topics_that_set_none() -> None:
+    config, _ = build_config({"min.insync.replicas": "2"})
+    with running_broker(config=config) as broker:
+        _create(broker, "single")
+        _create(broker, "pair")
+        _set_replicas(broker, "pair", [broker.node_id, 2], [broker.node_id])
+        client = Client(broker.port)
+        assert _produce(client, "single").error_code == ErrorCode.NONE  # capped at 1
+        assert _produce(client, "pair").error_code == ErrorCode.NOT_ENOUGH_REPLICAS

@@ -16,7 +16,7 @@ from millpond.controller.image import BrokerEndpoint, TopicImage
 from millpond.controller.replication_control import CreatableTopic
 from millpond.storage.log import Log
 from millpond.wire.errors import ErrorCode
-from millpond.wire.records import NewRecord, build_batch
+from millpond.wire.records import NewRecord, build_batch, iter_batches
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ class _Calls:
         self.walks = 0
         self.one_batch = 0
         self.general = 0
-        walk, one, general = replica_manager.iter_batches, Log._append_one, Log._walk
+        walk, one, general = iter_batches, Log._append_one, Log._walk
 
         def counted_walk(*args: Any, **kwargs: Any) -> Any:
             self.walks += 1

@@ -185,7 +185,7 @@ class ReplicaManager:
         if known is None:
             return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         log = known.log
-        if acks == ACKS_ALL:
+        if acks == ACKS_ALL and len(known.isr) < len(known.replicas):  # else always enough
             enough = known.check_enough_replicas(acks, self.min_insync_replicas(topic.name))
             if enough != ErrorCode.NONE:  # Kafka answers it without a message
                 return AppendResult(enough)

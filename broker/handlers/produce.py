@@ -178,7 +178,11 @@ def _produce_partition(
         log_append_time_ms=info.log_append_time,
         log_start_offset=info.log_start_offset,
     )
-    if acks == ACKS_ALL and result.partition is not None:
-        min_isr = replicas.min_insync_replicas(topic.name)
-        pending.append(_Pending(result.partition, info.last_offset + 1, min_isr, response))
+    partition = result.partition
+    if acks == ACKS_ALL and partition is not None:
+        required = info.last_offset + 1
+        # Committed with the whole ISR of replicas: nothing to wait for, nothing to check.
+        if partition.high_watermark < required or len(partition.isr) < len(partition.replicas):
+            min_isr = replicas.min_insync_replicas(topic.name)
+            pending.append(_Pending(partition, required, min_isr, response))
     return response

@@ -1,51 +1,43 @@
-"""The broker as one object: its storage, its controller, its routes, its listener.
+"""A node: the roles ``process.roles`` names, composed in one process.
 
-Broker and controller run in one process (KRaft's combined mode with one voter). The
-controller owns the ``__cluster_metadata`` log and the metadata image; the broker acts
-only on that image. Handlers receive the :class:`Broker` and reach everything through
-it; the event loop that runs the server owns every piece of mutable state, so nothing
-here locks.
+As Kafka's ``KafkaRaftServer``, a node runs a controller role
+(:class:`~millpond.controller.controller_server.ControllerServer`: the metadata log and
+the active controller) and a broker role
+(:class:`~millpond.broker.broker_server.BrokerServer`: storage, routes, listener). They
+meet only at the seams a remote controller would use: the broker submits operations
+through the controller's channel and acts on the committed metadata it is fed. Both
+share the data directory (one lock, one ``meta.properties`` cluster id).
+
+``process.roles=broker,controller`` (combined mode, one voter) is what runs today; the
+configuration refuses the others at start-up. :class:`Broker` is the node with both
+roles: the broker role, plus the controller beside it (:attr:`Broker.controller`, for
+tools and tests that drive it directly; the broker role never uses it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import random
 from typing import TYPE_CHECKING, Any
 
+from millpond.broker.broker_server import BrokerServer
 from millpond.broker.config import BrokerConfig, ConfigError, build_config
 from millpond.broker.config_defs_server import TRACE_FILE_KEY
-from millpond.broker.context import DEFAULT_LISTENER
-from millpond.broker.control import CONTROL_PORT_KEY
 from millpond.broker.control.clock import ControlledClock
 from millpond.broker.dir_lock import DirLock
-from millpond.broker.dispatch import Dispatcher, Route
-from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
-from millpond.broker.emulation import emulate
-from millpond.broker.groups.service import GroupService
+from millpond.broker.dispatch import Route
 from millpond.broker.handlers import ROUTES
-from millpond.broker.maintenance import Maintenance
-from millpond.broker.producer_ids import ProducerIdManager, controller_blocks
-from millpond.broker.replica_manager import ReplicaManager
-from millpond.broker.server import ListenerPlan, Listeners, plan_listeners
+from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
-from millpond.controller.image import MetadataImage
+from millpond.controller.controller_server import ControllerServer
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
-from millpond.storage.config import ConfigError as LogConfigError
-from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, OsFileSystem, join
-from millpond.storage.log_manager import LogManager
 from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
     from millpond.broker.authorization import Authorizer
-    from millpond.broker.context import ListenerInfo
-    from millpond.broker.control.http import ControlServer
-    from millpond.broker.control.service import BrokerControl
-    from millpond.broker.server import KafkaConnection
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 DEFAULT_IDLE_MS = 600_000
@@ -77,7 +69,9 @@ def _config_of(
         return build_config({"node.id": str(node_id), "log.dirs": data_dir}, env={})[0]
 
 
-class Broker:
+class Broker(BrokerServer):
+    """A combined-mode node: the broker role with its controller role beside it."""
+
     def __init__(
         self,
         *,
@@ -100,83 +94,58 @@ class Broker:
         trace: RequestTrace | None = None,
         listeners: tuple[ListenerPlan, ...] | None = None,
         authorizer: Authorizer | None = None,
+        commit_on_append: bool = True,
     ) -> None:
-        self.node_id = node_id
-        #: Where each request is traced (``millpond serve --trace``), if anywhere.
-        self.trace = trace
-        #: The configuration DescribeConfigs reports (``from_config``'s, else one built
-        #: from these arguments).
-        self.config: BrokerConfig = config or _config_of(
+        config = config or _config_of(
             data_dir, node_id, host, port, num_partitions, default_replication_factor,
             auto_create_topics, max_request_bytes, idle_ms,
         )  # fmt: skip
-        self.auto_create_topics = auto_create_topics
-        self.fs = fs or OsFileSystem()
+        fs = fs or OsFileSystem()
         # The control endpoint may freeze or advance it (tests' own clocks stay theirs).
-        self.clock = clock or ControlledClock(SystemClock())
-        self.rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
-        self.fs.makedirs(data_dir)
-        self.data_dir = data_dir
-        self._lock = DirLock(data_dir) if isinstance(self.fs, OsFileSystem) else None
-        self.cluster_id = self._cluster_id(data_dir)
-        self.controller = QuorumController(
-            self.fs,
+        clock = clock or ControlledClock(SystemClock())
+        rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
+        fs.makedirs(data_dir)
+        self._lock = DirLock(data_dir) if isinstance(fs, OsFileSystem) else None
+        cluster_id = _cluster_id(fs, data_dir, rng)
+        #: The controller role (combined mode: in this process, one voter).
+        self.controller_server = ControllerServer(
+            fs,
             data_dir,
-            self.clock,
-            self.rng,
+            clock,
+            rng,
             ControllerConfig(
                 node_id=node_id,
-                cluster_id=self.cluster_id,
+                cluster_id=cluster_id,
                 num_partitions=num_partitions,
                 default_replication_factor=default_replication_factor,
             ),
+            commit_on_append=commit_on_append,
         )
-        # After the controller: logs opened at load (after an unclean shutdown) or on first
-        # use (after a clean one) take their topic's config from the metadata image.
-        self.log_manager = LogManager(
-            self.fs,
-            [data_dir],
-            self.clock,
-            cluster_id=self.cluster_id,
+        super().__init__(
+            config=config,
+            data_dir=data_dir,
             node_id=node_id,
-            topic_config=self._topic_log_config,
-        )
-        self.replicas = ReplicaManager(
-            self.log_manager,
-            lambda: self.controller.image,
-            self.config.log_config,
-            node_id,
-            clock=self.clock,
-            min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
-        )
-        self.connections: set[KafkaConnection] = set()
-        default_advertised = (advertised_host or host or "127.0.0.1", advertised_port)
-        # One server per listener (``from_config``: every one of ``listeners``), each with
-        # its routes; without a config, one PLAINTEXT listener at host:port.
-        self.listeners = Listeners(
-            self,
-            listeners or (ListenerPlan(DEFAULT_LISTENER, host, port, default_advertised),),
-            emulate(routes, self.config.get(EMULATE_KEY)),
-            max_frame_size=max_request_bytes,
-            idle_timeout_ms=idle_ms,
-            # Sending, Kafka's 100 KB by default: larger buffers let a fetch response arrive
-            # in bursts of megabytes, which cost the reader's kernel 8% more CPU per MB.
-            buffer_sizes=(
-                self.config.get_int("socket.send.buffer.bytes", -1),
-                self.config.get_int("socket.receive.buffer.bytes", -1),
-            ),
+            cluster_id=cluster_id,
+            host=host,
+            port=port,
+            advertised=(advertised_host or host or "127.0.0.1", advertised_port),
+            listeners=listeners,
             authorizer=authorizer,
+            max_request_bytes=max_request_bytes,
+            idle_ms=idle_ms,
+            auto_create_topics=auto_create_topics,
+            routes=routes,
+            fs=fs,
+            clock=clock,
+            rng=rng,
+            channel=self.controller_server.channel,
+            metadata=self.controller_server,
+            trace=trace,
         )
-        self.server = self.listeners.primary
-        self.dispatcher: Dispatcher = self.server.dispatcher
-        self.maintenance = Maintenance(self)
-        self.groups = GroupService(self)
-        self._control: BrokerControl | None = None
-        self.control_server: ControlServer | None = None
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
-        """A broker as ``server.properties`` describes it: every listener, the first log
+        """A node as ``server.properties`` describes it: every listener, the first log
         dir. ConfigError for a listener whose security protocol millpond cannot serve."""
         plans = plan_listeners(
             config.listeners, config.advertised_listeners, config.controller_listener_names
@@ -203,89 +172,23 @@ class Broker:
                 opened.close()
             raise
 
-    def _cluster_id(self, data_dir: str) -> str:
-        path = join(data_dir, "meta.properties")
-        if self.fs.exists(path):
-            cluster_id = read_meta_properties(self.fs, path).cluster_id
-            if cluster_id:
-                return cluster_id
-        return new_cluster_id(self.rng)
-
-    def _topic_log_config(self, topic: str) -> LogConfig:
-        """The topic's configs over the broker's topic defaults (as ReplicaManager's)."""
-        try:
-            return self.config.log_config(self.controller.image.topic_config(topic))
-        except LogConfigError:
-            return self.config.log_config()
-
     @property
-    def control(self) -> BrokerControl:
-        """Fault injection, the clock, state: what ``millpond.testing`` and the HTTP control
-        endpoint (``millpond.control.port``) drive. Built with their first call: a broker
-        nothing controls never loads it."""
-        if self._control is None:
-            from millpond.broker.control.service import BrokerControl  # noqa: PLC0415
-
-            self._control = BrokerControl(self)
-        return self._control
-
-    @property
-    def faults_armed(self) -> bool:
-        """Whether a fault rule may apply to a request (checked on every one)."""
-        return self._control is not None and bool(self._control.faults)
-
-    @property
-    def image(self) -> MetadataImage:
-        return self.controller.image
-
-    @property
-    def port(self) -> int:
-        return self.server.port
-
-    @property
-    def advertised(self) -> tuple[str, int]:
-        """Where clients of the first broker listener reach this broker."""
-        return self.listeners.advertised()
-
-    def advertised_on(self, listener: ListenerInfo) -> tuple[str, int]:
-        """Where clients of ``listener`` reach this broker (Kafka answers each client
-        with the endpoints of the listener it came in on)."""
-        return self.listeners.advertised(listener.name)
-
-    def dispatcher_on(self, listener: ListenerInfo) -> Dispatcher:
-        """The routes of ``listener`` (what ApiVersions advertises there)."""
-        return self.listeners.dispatcher(listener)
-
-    async def start(self) -> None:
-        await self.listeners.start()
-        endpoints = self.listeners.endpoints()
-        registration = self.controller.register_broker(self.node_id, endpoints).response
-        # Producer ids come in blocks the controller grants this broker incarnation.
-        self.producer_ids = ProducerIdManager(
-            controller_blocks(self.controller, self.node_id, registration.broker_epoch)
-        )
-        self.controller.unfence_broker(self.node_id, registration.broker_epoch)
-        self.groups.start()
-        self.maintenance.start()
-        control_port = self.config.get(CONTROL_PORT_KEY)
-        if isinstance(control_port, int) and control_port >= 0:
-            # Off by default: only brokers that serve it load http.server (about 3 MB).
-            from millpond.broker.control.http import ControlServer  # noqa: PLC0415
-
-            self.control_server = ControlServer(self.control, control_port)
-            await self.control_server.start()
+    def controller(self) -> QuorumController:
+        """The controller beside the broker role, for tools and tests that drive it
+        directly (their operations still reach the broker only once committed)."""
+        return self.controller_server.controller
 
     async def stop(self) -> None:
-        if self.control_server is not None:
-            await self.control_server.stop()
-        await self.maintenance.stop()
-        await self.groups.stop()
-        await self.listeners.stop()
-        await asyncio.gather(*(conn.closed() for conn in list(self.connections)))
-        self.replicas.shutdown()  # producer state snapshots at each log end
-        self.log_manager.shutdown()
-        self.controller.close()
-        if self.trace is not None:
-            self.trace.close()
+        await super().stop()
+        self.controller_server.close()
         if self._lock is not None:
             self._lock.release()
+
+
+def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random) -> str:
+    path = join(data_dir, "meta.properties")
+    if fs.exists(path):
+        cluster_id = read_meta_properties(fs, path).cluster_id
+        if cluster_id:
+            return cluster_id
+    return new_cluster_id(rng)

@@ -18,15 +18,11 @@ the transaction coordinator exists, following Kafka 4's ``KafkaApis`` and
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.producer_ids_record import ProducerIdsRecord
-
-if TYPE_CHECKING:
-    from millpond.controller.controller import QuorumController
 
 __all__ = [
     "PRODUCER_ID_BLOCK_SIZE",
@@ -37,7 +33,6 @@ __all__ = [
     "ProducerIdUnavailableError",
     "ProducerIdsBlock",
     "bump_producer_epoch",
-    "controller_blocks",
     "init_producer_id",
     "init_producer_id_error_for_version",
     "is_epoch_exhausted",
@@ -240,29 +235,3 @@ def bump_producer_epoch(
     if is_epoch_exhausted(producer_epoch):
         return generate_producer_id(), 0
     return producer_id, producer_epoch + 1
-
-
-_log = logging.getLogger("millpond.broker")
-
-
-def controller_blocks(
-    controller: QuorumController, broker_id: int, broker_epoch: int
-) -> Callable[[], ProducerIdsBlock | None]:
-    """The ``next_block`` of a :class:`~millpond.broker.producer_ids.ProducerIdManager`:
-    each call asks the controller for the next block (which it commits to the metadata
-    log before answering); None, logged, when the controller refuses (a stale broker
-    epoch, ids exhausted)."""
-
-    def next_block() -> ProducerIdsBlock | None:
-        result = controller.allocate_producer_ids(broker_id, broker_epoch).response
-        if result.error.is_failure:
-            _log.warning(
-                "no producer id block for broker %d: %s %s",
-                broker_id,
-                result.error.code.name,
-                result.error.message or "",
-            )
-            return None
-        return ProducerIdsBlock(broker_id, result.producer_id_start, result.producer_id_len)
-
-    return next_block

@@ -5,14 +5,24 @@ replays ``__cluster_metadata`` into a :class:`~millpond.controller.image.Metadat
 begins a new epoch (quorum-state, then a LeaderChangeMessage), and, if the log was empty,
 writes the bootstrap feature levels. Each operation then runs as Kafka's controller
 runs one: a pure function of the current image (``*_control`` modules) returns
-``ControllerResult(records, response)``; the records are appended and fsynced (that is
-the commit of a one-voter quorum) and replayed into the next image, the very replay a
-restart performs, so the image in memory always equals the image rebuilt from the log.
-Validate-only requests and refused requests append nothing.
+``ControllerResult(records, response)``; the records are appended and replayed into the
+next image, the very replay a restart performs, so the image in memory always equals
+the image rebuilt from the log. Validate-only requests and refused requests append
+nothing.
+
+Appending is not committing. As in Kafka, the controller's own image runs ahead (the
+next operation sees the records before they commit), while what it hands out waits for
+the commit: :meth:`QuorumController.when_committed` calls back once an offset is
+committed, and every :class:`MetadataListener` (a broker's metadata loader) receives
+each committed batch as ``(delta, image)``, in log order. A one-voter quorum commits
+what it has made durable, so by default the commit follows the fsync; with
+``commit_on_append=False`` commits wait for :meth:`QuorumController.commit`, the call a
+quorum's high watermark will make when its voters acknowledge.
 
 A failed append raises :class:`~millpond.controller.metadata_log.MetadataLogFailedError`
-and leaves the controller unusable (every later operation raises it too): whether the
-records survive is unknown until a restart recovers the log. The broker should stop.
+and leaves the controller unusable: every pending commit fails with it, and so does
+every later operation. Whether the records survive is unknown until a restart recovers
+the log. The broker should stop.
 
 Sans-I/O: disk through the injected FileSystem, time through the Clock, randomness
 (topic ids, incarnation ids, placement) through the injected ``random.Random``.
@@ -22,8 +32,9 @@ Not thread-safe: one owner calls it (Kafka's controller is single-threaded too).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 from millpond.controller import cluster_control, config_control, feature_control
 from millpond.controller.cluster_control import (
@@ -40,7 +51,7 @@ from millpond.controller.image import (
     MetadataDelta,
     MetadataImage,
 )
-from millpond.controller.metadata_log import MetadataLog
+from millpond.controller.metadata_log import MetadataLog, MetadataLogFailedError
 from millpond.controller.results import ApiError, ControllerResult
 from millpond.storage.clock import Clock
 from millpond.storage.fs import FileSystem
@@ -54,9 +65,19 @@ if TYPE_CHECKING:
         DeleteTopicResult,
     )
 
-__all__ = ["ControllerConfig", "QuorumController"]
+__all__ = ["CommitCallback", "ControllerConfig", "MetadataListener", "QuorumController"]
 
 T = TypeVar("T")
+
+#: Called once an offset is committed (None) or can no longer be (the error).
+CommitCallback = Callable[[BaseException | None], None]
+
+
+class MetadataListener(Protocol):
+    """Receives the committed metadata, batch by batch, in log order (Kafka's
+    ``RaftClient.Listener.handleCommit`` feeding a ``MetadataLoader``)."""
+
+    def handle_commit(self, delta: MetadataDelta, image: MetadataImage) -> None: ...
 
 
 class ControllerConfig(NamedTuple):
@@ -80,18 +101,29 @@ class QuorumController:
         clock: Clock,
         rng: random.Random,
         config: ControllerConfig,
+        *,
+        commit_on_append: bool = True,
     ) -> None:
         self.config = config
         self._rng = rng
+        self._commit_on_append = commit_on_append
         self._log = MetadataLog(fs, metadata_log_dir, clock, node_id=config.node_id)
         replayed = self._log.replay(MetadataImage.empty(config.cluster_id))
         self._image = replayed.image
+        self._committed = replayed.image
+        #: Appended batches not committed yet: (last offset, delta, image), in log order.
+        self._uncommitted: deque[tuple[int, MetadataDelta, MetadataImage]] = deque()
+        #: (offset, callback) waiting for their commit, in offset order.
+        self._waiting: deque[tuple[int, CommitCallback]] = deque()
+        self._listeners: list[MetadataListener] = []
+        self._failure: BaseException | None = None
         #: Records skipped (unknown or irrelevant types) while loading the log.
         self.skipped_records = replayed.skipped_records
         #: broker id -> incarnation id registered with this controller instance.
         self._sessions: dict[int, bytes] = {}
         self._log.become_leader()
         self._catch_up()
+        self._committed = self._image
         if feature_control.METADATA_VERSION not in self._image.features:
             # A fresh log (or one whose bootstrap never committed): write the bootstrap.
             records = [
@@ -99,13 +131,25 @@ class QuorumController:
                 *config_control.bootstrap_records(),
             ]
             self._commit(ControllerResult(tuple(records), None))
+            self.commit(self.last_offset)  # the bootstrap is there before anyone asks
 
     # -- state -------------------------------------------------------------------------------
 
     @property
     def image(self) -> MetadataImage:
-        """The current metadata image: everything committed, nothing else."""
+        """The controller's image: every record appended, committed or not (what the
+        next operation is judged against)."""
         return self._image
+
+    @property
+    def committed_image(self) -> MetadataImage:
+        """The image of the committed records only: what brokers may act on."""
+        return self._committed
+
+    @property
+    def last_offset(self) -> int:
+        """The offset of the last record appended (-1 for an empty log)."""
+        return self._log.log_end_offset - 1
 
     @property
     def epoch(self) -> int:
@@ -124,12 +168,53 @@ class QuorumController:
     def _commit(self, result: ControllerResult[T]) -> ControllerResult[T]:
         if not result.records:
             return result
-        first, _ = self._log.append(result.records)
+        try:
+            first, last = self._log.append(result.records)
+        except MetadataLogFailedError as exc:
+            self._fail(exc)
+            raise
         delta = MetadataDelta(self._image)
         for i, record in enumerate(result.records):
             delta.replay(record.message, first + i, self._log.epoch)
         self._image = delta.apply()
+        self._uncommitted.append((last, delta, self._image))
+        if self._commit_on_append:
+            self.commit(last)
         return result
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def register_listener(self, listener: MetadataListener) -> None:
+        """Feed ``listener`` every batch committed from now on (it starts from
+        :attr:`committed_image`)."""
+        self._listeners.append(listener)
+
+    def when_committed(self, offset: int, callback: CommitCallback) -> None:
+        """Call ``callback(None)`` once ``offset`` is committed (at once if it is), or
+        ``callback(error)`` if the log fails first."""
+        if self._failure is not None:
+            callback(self._failure)
+        elif offset <= self._committed.offset:
+            callback(None)
+        else:
+            self._waiting.append((offset, callback))
+
+    def commit(self, offset: int) -> None:
+        """The quorum has committed everything up to ``offset``: publish those batches
+        to the listeners, then complete the operations waiting for them."""
+        while self._uncommitted and self._uncommitted[0][0] <= offset:
+            _, delta, image = self._uncommitted.popleft()
+            self._committed = image
+            for listener in self._listeners:
+                listener.handle_commit(delta, image)
+        while self._waiting and self._waiting[0][0] <= self._committed.offset:
+            self._waiting.popleft()[1](None)
+
+    def _fail(self, error: BaseException) -> None:
+        self._failure = error
+        waiting, self._waiting = self._waiting, deque()
+        for _, callback in waiting:
+            callback(error)
 
     # -- brokers -----------------------------------------------------------------------------
 

@@ -279,7 +279,7 @@ class GroupService:
         self.poke()
         return expired
 
-    def ensure_topic(self) -> None:
+    async def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` if it does not exist, as Kafka does on the first
         group lookup: compacted, with the configured partitions, segment size and
         replication factor. A new topic has nothing to load."""
@@ -298,11 +298,10 @@ class GroupService:
                 "segment.bytes": str(config.offsets_topic_segment_bytes),
             },
         )
-        [result] = self._broker.controller.create_topics([topic]).response
+        [result] = await self._broker.controller_channel.create_topics([topic])
         if result.error.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             log.error("creating %s failed: %s", OFFSETS_TOPIC, result.error.message)
-            return
-        self._became_leader_of_all()
+        # Its partitions are loaded as the metadata publisher reports their leadership.
 
     # -- loading ---------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ Behaviour, as Apache Kafka 4.4 (the broker's checks, then its controller's):
   BROKER are "Unknown resource type" (INVALID_REQUEST).
 - Then the controller: a missing topic is UNKNOWN_TOPIC_OR_PARTITION; topic configs
   with an unknown key or a bad value are INVALID_CONFIG.
-- ``validate_only`` checks and changes nothing. A topic's new configs apply to its open
-  logs at once.
+- ``validate_only`` checks and changes nothing. The answer waits for the ConfigRecords
+  to commit; the broker's metadata publisher has then applied a topic's new configs to
+  its open logs.
 
 Version notes: v1 changes only throttling; v2 is flexible.
 Not implemented: authorization, AlterConfigPolicy; a dynamic broker config is stored
@@ -51,7 +52,7 @@ class Outcome:
     error: ApiError
 
 
-def alter(
+async def alter(
     broker: Broker,
     resources: Sequence[AlterConfigsResource],
     *,
@@ -72,25 +73,17 @@ def alter(
             if error.is_failure:
                 refused[i] = error
     passed = [r for i, r in enumerate(resources) if i not in refused]
-    control = broker.controller
-    outcome = (
-        control.incremental_alter_configs(passed, validate_only=validate_only)
-        if incremental
-        else control.alter_configs(passed, validate_only=validate_only)
-    ).response
-    results = []
-    for i, r in enumerate(resources):
-        error = refused.get(i) or outcome[ConfigResource(r.resource_type, r.resource_name)]
-        results.append(Outcome(r.resource_type, r.resource_name, error))
-        if (
-            error.is_success
-            and not validate_only
-            and r.resource_type == ConfigResourceType.TOPIC
-            and broker.image.topic(r.resource_name) is not None
-        ):
-            config = broker.replicas.log_config(r.resource_name)
-            broker.log_manager.update_config(r.resource_name, config)
-    return results
+    outcome = await broker.controller_channel.alter_configs(
+        passed, validate_only=validate_only, incremental=incremental
+    )
+    return [
+        Outcome(
+            r.resource_type,
+            r.resource_name,
+            refused.get(i) or outcome[ConfigResource(r.resource_type, r.resource_name)],
+        )
+        for i, r in enumerate(resources)
+    ]
 
 
 def _check(broker: Broker, resource: AlterConfigsResource, incremental: bool) -> ApiError:
@@ -143,7 +136,7 @@ def _check(broker: Broker, resource: AlterConfigsResource, incremental: bool) ->
     return NO_ERROR
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse:
     resources = [
@@ -154,7 +147,9 @@ def handle(
         )
         for r in request.resources
     ]
-    outcomes = alter(broker, resources, validate_only=request.validate_only, incremental=False)
+    outcomes = await alter(
+        broker, resources, validate_only=request.validate_only, incremental=False
+    )
     return AlterConfigsResponse(
         responses=[
             AlterConfigsResourceResponse(

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
-from millpond.broker.handlers.create_topics import create_logs
 from millpond.controller.replication_control import CreatePartitionsTopic
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.create_partitions_request import CreatePartitionsRequest
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
     counts: dict[str, int] = {}
@@ -56,13 +55,13 @@ def handle(
         for t in request.topics
         if counts[t.name] == 1
     ]
-    outcome = broker.controller.create_partitions(topics, validate_only=request.validate_only)
-    for r in outcome.response:
+    outcome = await broker.controller_channel.create_partitions(
+        topics, validate_only=request.validate_only
+    )
+    for r in outcome:
         results.append(
             CreatePartitionsTopicResult(
                 name=r.name, error_code=r.error.code, error_message=r.error.message
             )
         )
-        if r.error.is_success and not request.validate_only:
-            create_logs(broker, r.name)
     return CreatePartitionsResponse(results=results)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 METADATA_TOPIC = "__cluster_metadata"
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse:
     topics: list[CreatableTopic] = []
@@ -74,22 +74,11 @@ def handle(
                 configs={c.name: c.value for c in t.configs},
             )
         )
-    results = broker.controller.create_topics(topics, validate_only=request.validate_only)
-    answers = [_result(broker, ctx.api_version, r) for r in results.response]
-    if not request.validate_only:
-        for r in results.response:
-            if r.error.is_success:
-                create_logs(broker, r.name)
+    results = await broker.controller_channel.create_topics(
+        topics, validate_only=request.validate_only
+    )
+    answers = [_result(broker, ctx.api_version, r) for r in results]
     return CreateTopicsResponse(topics=answers + refused)
-
-
-def create_logs(broker: Broker, name: str) -> None:
-    """Create the logs of a topic's partitions this broker leads (as Kafka's broker does
-    when the new partitions reach its metadata), so they show in DescribeLogDirs."""
-    topic = broker.image.topic(name)
-    if topic is not None:
-        for index in sorted(topic.partitions):
-            broker.replicas.log(topic, index)
 
 
 def _result(broker: Broker, version: int, result: CreateTopicResult) -> CreatableTopicResult:

@@ -8,8 +8,9 @@ Behaviour, as Apache Kafka 4.4 (its controller path):
   topic's id was also given (the name gets the error, nothing is deleted for either).
 - ``delete.topic.enable=false`` refuses the whole request: TOPIC_DELETION_DISABLED for
   every topic (INVALID_REQUEST below v3).
-- Once the controller's RemoveTopicRecords are committed, this broker deletes the
-  topic's partition logs (renamed ``-delete`` and removed after file.delete.delay.ms).
+- The answer waits for the controller's RemoveTopicRecords to commit; the broker's
+  metadata publisher then deletes the topic's partition logs (renamed ``-delete`` and
+  removed after file.delete.delay.ms), before the answer is sent.
 
 Version notes: v1 adds throttle_time_ms; v2-3 differ only in quota behaviour; v4 is
 flexible; v5 adds error messages (KIP-599); v6 adds topic ids (KIP-516).
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse:
     version = ctx.api_version
@@ -103,17 +104,8 @@ def handle(
     names = [n for n in names if broker.image.topic_ids_by_name.get(n) not in clashing]
     ids = [i for i in ids if i not in clashing]
 
-    doomed = {
-        topic_id: topic.name
-        for topic_id in set(ids) | {broker.image.topic_ids_by_name.get(n, ZERO_UUID) for n in names}
-        if (topic := broker.image.topic_by_id(topic_id)) is not None
-    }
-    partitions = {
-        name: sorted(broker.image.topics_by_id[topic_id].partitions)
-        for topic_id, name in doomed.items()
-    }
-    outcome = broker.controller.delete_topics(names, ids)
-    for r in outcome.response:
+    outcome = await broker.controller_channel.delete_topics(names, ids)
+    for r in outcome:
         results.append(
             DeletableTopicResult(
                 name=r.name,
@@ -125,8 +117,4 @@ def handle(
                 else ErrorCode(r.error.code).message,
             )
         )
-    delay_ms = broker.config.log_config().file_delete_delay_ms
-    for name, indexes in partitions.items():
-        if broker.image.topic(name) is None:  # the removal is committed
-            broker.replicas.stop_partitions(name, indexes, delete=True, delay_ms=delay_ms)
     return DeleteTopicsResponse(responses=results)

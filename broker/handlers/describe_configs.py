@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from millpond.broker.config import BrokerConfig, build_config
+from millpond.broker.config import BrokerConfig
 from millpond.broker.config_defs import TOPIC_SYNONYMS, ConfigError, ConfigSource
 from millpond.broker.config_defs_describe import ConfigEntry, describe, describe_topic
 from millpond.broker.context import RequestContext
@@ -60,19 +60,8 @@ class _Refused(Exception):
 
 
 def broker_config(broker: Broker) -> BrokerConfig:
-    """The broker's configuration (``Broker.config``), or, for a broker built without
-    one, a configuration made of what it was given."""
-    config = getattr(broker, "config", None)
-    if isinstance(config, BrokerConfig):
-        return config
-    props = {
-        "node.id": str(broker.node_id),
-        "log.dirs": ",".join(broker.log_manager.log_dirs),
-        "num.partitions": str(broker.controller.config.num_partitions),
-        "default.replication.factor": str(broker.controller.config.default_replication_factor),
-        "auto.create.topics.enable": str(broker.auto_create_topics).lower(),
-    }
-    return build_config(props, env={})[0]
+    """The broker's configuration (``Broker.config``)."""
+    return broker.config
 
 
 def dynamic_layers(broker: Broker) -> tuple[Mapping[str, str], Mapping[str, str]]:

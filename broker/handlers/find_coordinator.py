@@ -33,10 +33,10 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_VERSION = 4
 
 
-def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) -> Coordinator:
+async def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     if key_type in (GROUP, TRANSACTION):
         if key_type == GROUP:
-            broker.groups.ensure_topic()
+            await broker.groups.ensure_topic()
         host, port = broker.advertised_on(ctx.listener)
         return Coordinator(key=key, node_id=broker.node_id, host=host, port=port)
     if key_type == SHARE:
@@ -48,15 +48,17 @@ def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) -> Coo
     )
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP
     if ctx.api_version >= BATCHED_VERSION:
         return FindCoordinatorResponse(
-            coordinators=[_lookup(broker, ctx, key, key_type) for key in request.coordinator_keys]
+            coordinators=[
+                await _lookup(broker, ctx, key, key_type) for key in request.coordinator_keys
+            ]
         )
-    found = _lookup(broker, ctx, request.key, key_type)
+    found = await _lookup(broker, ctx, request.key, key_type)
     return FindCoordinatorResponse(
         error_code=found.error_code,
         # v1-3: Kafka names the code even on success ("NONE"), checked by test_differential.

@@ -11,8 +11,9 @@ AlterConfigs in :mod:`~millpond.broker.handlers.alter_configs`):
   name other than "" or this node's id, or a static broker config are INVALID_REQUEST;
   a missing topic is UNKNOWN_TOPIC_OR_PARTITION; a topic config set that does not
   validate after the change is INVALID_CONFIG.
-- ``validate_only`` checks and changes nothing. A topic's new configs apply to its open
-  logs at once.
+- ``validate_only`` checks and changes nothing. The answer waits for the commit, by
+  which the broker's metadata publisher has applied a topic's new configs to its open
+  logs.
 
 Version notes: v1 is flexible. Not implemented: authorization, AlterConfigPolicy,
 BROKER_LOGGER (log levels), GROUP and CLIENT_METRICS resources (INVALID_REQUEST);
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     resources = [
@@ -50,7 +51,7 @@ def handle(
         )
         for r in request.resources
     ]
-    outcomes = alter(broker, resources, validate_only=request.validate_only, incremental=True)
+    outcomes = await alter(broker, resources, validate_only=request.validate_only, incremental=True)
     responses = []
     for resource, o in zip(request.resources, outcomes, strict=True):
         code, message = o.error.code, o.error.message

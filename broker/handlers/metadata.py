@@ -17,7 +17,8 @@ Behaviour, as Apache Kafka 4.4:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from millpond.broker.context import RequestContext
 from millpond.controller.image import MetadataImage, TopicImage
@@ -37,9 +38,12 @@ if TYPE_CHECKING:
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
-def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def handle(
+    broker: Broker, ctx: RequestContext, request: MetadataRequest
+) -> MetadataResponse | Coroutine[Any, Any, MetadataResponse]:
     image = broker.image
     version = ctx.api_version
+    missing: list[tuple[int, str]] = []
     if request.topics is None or (version == 0 and not request.topics):
         topics = [describe_topic(t) for t in _all_topics(image)]
     else:
@@ -62,9 +66,19 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Met
             topic = image.topic(name)
             if topic is not None:
                 topics.append(describe_topic(topic))
+            elif allow_create and broker.auto_create_topics:
+                missing.append((len(topics), name))
+                topics.append(_unknown(name))
             else:
-                topics.append(_missing_topic(broker, name, allow_create))
-                image = broker.image
+                topics.append(_unknown(name))
+    if missing:
+        return _created(broker, ctx, topics, missing)
+    return _response(broker, ctx, image, topics)
+
+
+def _response(
+    broker: Broker, ctx: RequestContext, image: MetadataImage, topics: list[MetadataResponseTopic]
+) -> MetadataResponse:
     host, port = broker.advertised_on(ctx.listener)
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=e.host, port=e.port, rack=b.rack)
@@ -78,6 +92,34 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Met
         controller_id=broker.node_id,
         topics=topics,
     )
+
+
+def _unknown(name: str) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
+    )
+
+
+async def _created(
+    broker: Broker,
+    ctx: RequestContext,
+    topics: list[MetadataResponseTopic],
+    missing: list[tuple[int, str]],
+) -> MetadataResponse:
+    """Auto-creation: the missing topics go to the controller together; the answer waits
+    for its result. Kafka 4.4 (KRaft) answers a topic whose creation it has just
+    requested UNKNOWN_TOPIC_OR_PARTITION, as for any failure (checked against the real
+    broker by compat_tests/test_differential.py), and the client asks again; only an
+    illegal name is INVALID_TOPIC_EXCEPTION."""
+    from millpond.controller.replication_control import CreatableTopic  # noqa: PLC0415
+
+    names = list(dict.fromkeys(name for _, name in missing))
+    results = await broker.controller_channel.create_topics([CreatableTopic(n) for n in names])
+    invalid = {r.name for r in results if r.error.code == ErrorCode.INVALID_TOPIC_EXCEPTION}
+    for index, name in missing:
+        if name in invalid:
+            topics[index].error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+    return _response(broker, ctx, broker.image, topics)
 
 
 def _all_topics(image: MetadataImage) -> list[TopicImage]:
@@ -104,20 +146,3 @@ def describe_topic(topic: TopicImage) -> MetadataResponseTopic:
         is_internal=topic.name in INTERNAL_TOPICS,
         partitions=partitions,
     )
-
-
-def _missing_topic(broker: Broker, name: str, allow_create: bool) -> MetadataResponseTopic:
-    if not (allow_create and broker.auto_create_topics):
-        return MetadataResponseTopic(
-            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
-        )
-    from millpond.controller.replication_control import CreatableTopic  # noqa: PLC0415
-
-    [result] = broker.controller.create_topics([CreatableTopic(name)]).response
-    code = result.error.code
-    if code != ErrorCode.INVALID_TOPIC_EXCEPTION:
-        # Kafka 4.4 (KRaft) answers a topic whose creation it has just requested
-        # UNKNOWN_TOPIC_OR_PARTITION, as for any failure (checked against the real broker
-        # by compat_tests/test_differential.py); the client asks again.
-        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return MetadataResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from millpond.broker.node import Broker
 
 
-def handle(
+async def handle(
     broker: Broker, ctx: RequestContext, request: UpdateFeaturesRequest
 ) -> UpdateFeaturesResponse:
     version = ctx.api_version
@@ -52,7 +52,8 @@ def handle(
         for u in request.feature_updates
     ]
     validate_only = version >= 1 and request.validate_only
-    checked = broker.controller.update_features(updates, validate_only=True).response
+    channel = broker.controller_channel
+    checked = await channel.update_features(updates, validate_only=True)
     failed = next((checked[u.feature] for u in updates if checked[u.feature].is_failure), None)
     if failed is not None:
         return UpdateFeaturesResponse(
@@ -61,7 +62,7 @@ def handle(
             f"had an error: {failed.message}",
         )
     if not validate_only:
-        broker.controller.update_features(updates)
+        await channel.update_features(updates)
     response = UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None)
     if version <= 1:
         response.results = [

@@ -1,0 +1,243 @@
+"""The broker role of a node: its storage, its routes, its listener and its metadata.
+
+As Kafka's ``BrokerServer``, the broker role reaches the controller only through a
+:class:`~millpond.controller.channel.ControllerChannel` (operations submitted, answers
+awaited until committed) and learns metadata only from a
+:class:`~millpond.controller.channel.MetadataFeed`: each committed batch becomes its
+image (:attr:`BrokerServer.image`), then the
+:class:`~millpond.broker.metadata_publisher.BrokerMetadataPublisher` applies the delta
+to the logs, the replica manager and the coordinators. It never sees the controller's
+log or the controller's own (possibly uncommitted) image. At start it registers with
+the controller, is unfenced, and asks for producer ids as it needs them.
+
+Handlers receive the broker and reach everything through it; the event loop that runs
+the server owns every piece of mutable state, so nothing here locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import TYPE_CHECKING, cast
+
+from millpond.broker.config import BrokerConfig
+from millpond.broker.context import DEFAULT_LISTENER
+from millpond.broker.control import CONTROL_PORT_KEY
+from millpond.broker.dispatch import Dispatcher, Route
+from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
+from millpond.broker.emulation import emulate
+from millpond.broker.groups.placement import OFFSETS_TOPIC
+from millpond.broker.groups.service import GroupService
+from millpond.broker.maintenance import Maintenance
+from millpond.broker.metadata_publisher import BrokerMetadataPublisher
+from millpond.broker.producer_id_blocks import ControllerProducerIdBlocks
+from millpond.broker.producer_ids import ProducerIdManager
+from millpond.broker.replica_manager import ReplicaManager
+from millpond.broker.server import ListenerPlan, Listeners
+from millpond.broker.trace import RequestTrace
+from millpond.controller.image import MetadataDelta, MetadataImage
+from millpond.storage.clock import Clock
+from millpond.storage.config import ConfigError as LogConfigError
+from millpond.storage.config import LogConfig
+from millpond.storage.fs import FileSystem
+from millpond.storage.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from millpond.broker.authorization import Authorizer
+    from millpond.broker.context import ListenerInfo
+    from millpond.broker.control.http import ControlServer
+    from millpond.broker.control.service import BrokerControl
+    from millpond.broker.node import Broker
+    from millpond.broker.server import KafkaConnection
+    from millpond.controller.channel import ControllerChannel, MetadataFeed
+
+_log = logging.getLogger("millpond.broker")
+
+
+class BrokerServer:
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        data_dir: str,
+        node_id: int,
+        cluster_id: str,
+        host: str,
+        port: int,
+        advertised: tuple[str, int | None],
+        max_request_bytes: int,
+        idle_ms: int,
+        auto_create_topics: bool,
+        routes: tuple[Route, ...],
+        fs: FileSystem,
+        clock: Clock,
+        rng: random.Random,
+        channel: ControllerChannel,
+        metadata: MetadataFeed,
+        trace: RequestTrace | None,
+        listeners: tuple[ListenerPlan, ...] | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
+        self.node_id = node_id
+        #: Where each request is traced (``millpond serve --trace``), if anywhere.
+        self.trace = trace
+        #: The configuration DescribeConfigs reports.
+        self.config = config
+        self.auto_create_topics = auto_create_topics
+        self.fs = fs
+        self.clock = clock
+        self.rng = rng
+        self.data_dir = data_dir
+        self.cluster_id = cluster_id
+        #: Where controller operations go; each answer arrives once committed.
+        self.controller_channel = channel
+        self._image = metadata.committed_image
+        # Logs opened at load (after an unclean shutdown) or on first use (after a clean
+        # one) take their topic's config from the metadata image.
+        self.log_manager = LogManager(
+            self.fs,
+            [data_dir],
+            self.clock,
+            cluster_id=cluster_id,
+            node_id=node_id,
+            topic_config=self._topic_log_config,
+        )
+        self.replicas = ReplicaManager(
+            self.log_manager,
+            lambda: self._image,
+            self.config.log_config,
+            node_id,
+            clock=clock,
+            min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
+        )
+        self.publisher = BrokerMetadataPublisher(
+            node_id,
+            self.replicas,
+            self.log_manager,
+            lambda: self.config.log_config().file_delete_delay_ms,
+        )
+        metadata.register_listener(self)
+        # What the server, the handlers and the services are given: the node, this role
+        # with whatever runs beside it (see :mod:`millpond.broker.node`).
+        node = cast("Broker", self)
+        self.connections: set[KafkaConnection] = set()
+        # One server per listener (``from_config``: every one of ``listeners``), each with
+        # its routes; without a config, one PLAINTEXT listener at host:port.
+        self.listeners = Listeners(
+            node,
+            listeners or (ListenerPlan(DEFAULT_LISTENER, host, port, advertised),),
+            emulate(routes, self.config.get(EMULATE_KEY)),
+            max_frame_size=max_request_bytes,
+            idle_timeout_ms=idle_ms,
+            # Sending, Kafka's 100 KB by default: larger buffers let a fetch response arrive
+            # in bursts of megabytes, which cost the reader's kernel 8% more CPU per MB.
+            buffer_sizes=(
+                self.config.get_int("socket.send.buffer.bytes", -1),
+                self.config.get_int("socket.receive.buffer.bytes", -1),
+            ),
+            authorizer=authorizer,
+        )
+        self.server = self.listeners.primary
+        self.dispatcher: Dispatcher = self.server.dispatcher
+        self.maintenance = Maintenance(node)
+        self.groups = GroupService(node)
+        # The group coordinator loads and unloads __consumer_offsets partitions as this
+        # broker gains and loses their leadership.
+        self.publisher.add_leadership_listener(OFFSETS_TOPIC, self.groups)
+        self._control: BrokerControl | None = None
+        self.control_server: ControlServer | None = None
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed metadata this broker acts on."""
+        return self._image
+
+    def handle_commit(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """A committed batch (Kafka's ``MetadataLoader``): the image first, so what the
+        publisher sets in motion sees it, then the publisher. A publisher failure is
+        logged; the image stays, as the log does."""
+        self._image = image
+        try:
+            self.publisher.publish(delta, image)
+        except Exception:  # noqa: BLE001 (as Kafka's fault handler: logged, next batch)
+            _log.exception("publishing metadata at offset %d failed", image.offset)
+
+    def _topic_log_config(self, topic: str) -> LogConfig:
+        """The topic's configs over the broker's topic defaults (as ReplicaManager's)."""
+        try:
+            return self.config.log_config(self._image.topic_config(topic))
+        except LogConfigError:
+            return self.config.log_config()
+
+    # -- control -----------------------------------------------------------------------------
+
+    @property
+    def control(self) -> BrokerControl:
+        """Fault injection, the clock, state: what ``millpond.testing`` and the HTTP control
+        endpoint (``millpond.control.port``) drive. Built with their first call: a broker
+        nothing controls never loads it."""
+        if self._control is None:
+            from millpond.broker.control.service import BrokerControl  # noqa: PLC0415
+
+            self._control = BrokerControl(cast("Broker", self))
+        return self._control
+
+    @property
+    def faults_armed(self) -> bool:
+        """Whether a fault rule may apply to a request (checked on every one)."""
+        return self._control is not None and bool(self._control.faults)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """Where clients of the first broker listener reach this broker."""
+        return self.listeners.advertised()
+
+    def advertised_on(self, listener: ListenerInfo) -> tuple[str, int]:
+        """Where clients of ``listener`` reach this broker (Kafka answers each client
+        with the endpoints of the listener it came in on)."""
+        return self.listeners.advertised(listener.name)
+
+    def dispatcher_on(self, listener: ListenerInfo) -> Dispatcher:
+        """The routes of ``listener`` (what ApiVersions advertises there)."""
+        return self.listeners.dispatcher(listener)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.listeners.start()
+        channel = self.controller_channel
+        registration = await channel.register_broker(self.node_id, self.listeners.endpoints())
+        # Producer ids come in blocks the controller grants this broker incarnation.
+        self.producer_id_blocks = ControllerProducerIdBlocks(
+            channel, self.node_id, registration.broker_epoch
+        )
+        self.producer_ids = ProducerIdManager(self.producer_id_blocks)
+        await channel.unfence_broker(self.node_id, registration.broker_epoch)
+        self.groups.start()
+        self.maintenance.start()
+        control_port = self.config.get(CONTROL_PORT_KEY)
+        if isinstance(control_port, int) and control_port >= 0:
+            # Off by default: only brokers that serve it load http.server (about 3 MB).
+            from millpond.broker.control.http import ControlServer  # noqa: PLC0415
+
+            self.control_server = ControlServer(self.control, control_port)
+            await self.control_server.start()
+
+    async def stop(self) -> None:
+        if self.control_server is not None:
+            await self.control_server.stop()
+        await self.maintenance.stop()
+        await self.groups.stop()
+        await self.listeners.stop()
+        await asyncio.gather(*(conn.closed() for conn in list(self.connections)))
+        self.replicas.shutdown()  # producer state snapshots at each log end
+        self.log_manager.shutdown()
+        if self.trace is not None:
+            self.trace.close()

@@ -1,0 +1,173 @@
+"""The broker acts on metadata only here: each committed delta, applied to what it hosts.
+
+Kafka's broker learns metadata from its ``MetadataLoader``, which hands every committed
+batch, as the delta and the new image, to its publishers; ``BrokerMetadataPublisher``
+then has the replica manager create, delete, lead or follow partitions
+(``ReplicaManager.applyDelta``), the dynamic config publisher apply changed topic
+configs, and the coordinators load or unload the partitions of their topics
+(``onElection``/``onResignation``). :class:`BrokerMetadataPublisher` is that for
+millpond, fed by :meth:`publish` after the image has become the broker's:
+
+- a partition this broker now hosts (new topic, new partition): its log is created, so
+  it shows in DescribeLogDirs at once;
+- a topic removed, or a partition this broker no longer hosts: the replica manager
+  stops it and its log is deleted (renamed ``-delete``, removed after the broker's
+  ``file.delete.delay.ms``);
+- a topic whose configs changed: the new config applies to its open logs;
+- a partition whose leadership changed: the listeners registered for its topic hear
+  of it (``on_election`` when this broker becomes, or stays with a new epoch, the
+  leader; ``on_resignation`` when it stops leading).
+
+:func:`local_changes` is the pure part: what a delta means for one broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from millpond.controller.image import ConfigResourceType
+
+if TYPE_CHECKING:
+    from millpond.broker.replica_manager import ReplicaManager
+    from millpond.controller.image import MetadataDelta, MetadataImage, TopicImage
+    from millpond.storage.log_manager import LogManager
+
+__all__ = [
+    "BrokerMetadataPublisher",
+    "LeadershipListener",
+    "LocalChanges",
+    "local_changes",
+]
+
+_log = logging.getLogger("millpond.broker")
+
+
+class LeadershipListener(Protocol):
+    """A coordinator of a topic's partitions (the group coordinator of
+    ``__consumer_offsets``): told when this broker starts and stops leading one."""
+
+    def on_election(self, partition: int, leader_epoch: int) -> None: ...
+
+    def on_resignation(self, partition: int, leader_epoch: int) -> None: ...
+
+
+class LocalChanges(NamedTuple):
+    """What a delta changes on one broker, each list in (topic, partition) order."""
+
+    #: (topic name, partition indexes) this broker hosted and no longer does.
+    removed: list[tuple[str, list[int]]]
+    #: (topic, partition) this broker hosts now and did not before.
+    added: list[tuple[TopicImage, int]]
+    #: (topic name, partition, leader epoch) this broker leads with a new epoch.
+    elected: list[tuple[str, int, int]]
+    #: (topic name, partition, leader epoch it last led in) it no longer leads.
+    resigned: list[tuple[str, int, int]]
+    #: Names of topics that still exist and whose configs changed.
+    reconfigured: list[str]
+
+
+def local_changes(base: MetadataImage, image: MetadataImage, node_id: int) -> LocalChanges:
+    """Compare two images as broker ``node_id`` sees them (unchanged maps are the same
+    objects, so an image that changed nothing about topics costs nothing here)."""
+    removed: list[tuple[str, list[int]]] = []
+    added: list[tuple[TopicImage, int]] = []
+    elected: list[tuple[str, int, int]] = []
+    resigned: list[tuple[str, int, int]] = []
+    if base.topics_by_id is not image.topics_by_id:
+        for topic_id, old in base.topics_by_id.items():
+            new = image.topics_by_id.get(topic_id)
+            if new is old:
+                continue
+            gone = [
+                i
+                for i, p in sorted(old.partitions.items())
+                if node_id in p.replicas
+                and (
+                    new is None
+                    or i not in new.partitions
+                    or node_id not in new.partitions[i].replicas
+                )
+            ]
+            resigned.extend(
+                (old.name, i, p.leader_epoch)
+                for i, p in sorted(old.partitions.items())
+                if p.leader == node_id
+                and (new is None or i not in new.partitions or new.partitions[i].leader != node_id)
+            )
+            if gone:
+                removed.append((old.name, gone))
+        for topic_id, new in image.topics_by_id.items():
+            old_topic = base.topics_by_id.get(topic_id)
+            if new is old_topic:
+                continue
+            before = {} if old_topic is None else old_topic.partitions
+            for i, p in sorted(new.partitions.items()):
+                was = before.get(i)
+                if node_id in p.replicas and (was is None or node_id not in was.replicas):
+                    added.append((new, i))
+                if p.leader == node_id and (
+                    was is None or was.leader != node_id or was.leader_epoch != p.leader_epoch
+                ):
+                    elected.append((new.name, i, p.leader_epoch))
+    reconfigured: list[str] = []
+    if base.configs is not image.configs:
+        changed = {
+            resource.name
+            for resource in {*base.configs, *image.configs}
+            if resource.type == ConfigResourceType.TOPIC
+            and base.configs.get(resource) != image.configs.get(resource)
+        }
+        reconfigured = sorted(
+            name
+            for name in changed
+            if name in image.topic_ids_by_name
+            and base.topic_ids_by_name.get(name) == image.topic_ids_by_name[name]
+        )
+    return LocalChanges(removed, added, elected, resigned, reconfigured)
+
+
+class BrokerMetadataPublisher:
+    """Applies committed deltas to this broker's partitions, logs and coordinators."""
+
+    def __init__(
+        self,
+        node_id: int,
+        replicas: ReplicaManager,
+        log_manager: LogManager,
+        delete_delay_ms: Callable[[], int],
+    ) -> None:
+        self.node_id = node_id
+        self._replicas = replicas
+        self._logs = log_manager
+        self._delete_delay_ms = delete_delay_ms
+        self._listeners: dict[str, list[LeadershipListener]] = {}
+        #: Topics whose config was pushed to the log manager (it keeps it until replaced).
+        self._configured: set[str] = set()
+
+    def add_leadership_listener(self, topic: str, listener: LeadershipListener) -> None:
+        """Tell ``listener`` of leadership changes of ``topic``'s partitions."""
+        self._listeners.setdefault(topic, []).append(listener)
+
+    def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Act on ``delta`` (its base the previous image, ``image`` the current one)."""
+        changes = local_changes(delta.base, image, self.node_id)
+        for name, partition, epoch in changes.resigned:
+            for listener in self._listeners.get(name, ()):
+                listener.on_resignation(partition, epoch)
+        if changes.removed:
+            delay_ms = self._delete_delay_ms()
+            for name, indexes in changes.removed:
+                self._replicas.stop_partitions(name, indexes, delete=True, delay_ms=delay_ms)
+        for name in changes.reconfigured:
+            self._logs.update_config(name, self._replicas.log_config(name))
+            self._configured.add(name)
+        for name in {t.name for t, _ in changes.added} & self._configured:
+            # A re-created topic must not keep the config its predecessor was given.
+            self._logs.update_config(name, self._replicas.log_config(name))
+        for topic, partition in changes.added:
+            self._replicas.log(topic, partition)
+        for name, partition, epoch in changes.elected:
+            for listener in self._listeners.get(name, ()):
+                listener.on_election(partition, epoch)

@@ -1,0 +1,165 @@
+"""How a broker reaches the controller: submit an operation, await its committed answer.
+
+As in Kafka, where a broker forwards admin requests and sends its registration,
+heartbeats and producer id requests to the active controller over a channel, the
+broker never calls the controller's operations itself. Each method here submits one
+operation and returns when the controller has answered, and an answer that changed
+metadata arrives only once its records are committed: a caller never sees a response
+whose records could still be lost. Validate-only and refused operations append nothing
+and complete at once.
+
+:class:`ControllerChannel` is the shape every channel has. :class:`LocalControllerChannel`
+is the one in the same process (combined mode): it runs the operation on the
+:class:`~millpond.controller.controller.QuorumController` and waits for the commit of
+its last record, which a one-voter quorum makes after the fsync and a quorum of several
+voters will make later, from a network event. A failed metadata append fails the
+operation with :class:`~millpond.controller.metadata_log.MetadataLogFailedError`, as it
+fails every pending and later one.
+
+Runs on the event loop that owns the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from millpond.controller.cluster_control import BrokerRegistrationResult, ProducerIdsBlock
+    from millpond.controller.config_control import AlterConfigsResource
+    from millpond.controller.controller import MetadataListener, QuorumController
+    from millpond.controller.feature_control import FeatureUpdate
+    from millpond.controller.image import BrokerEndpoint, ConfigResource, MetadataImage
+    from millpond.controller.replication_control import (
+        CreatableTopic,
+        CreatePartitionsResult,
+        CreatePartitionsTopic,
+        CreateTopicResult,
+        DeleteTopicResult,
+    )
+    from millpond.controller.results import ApiError, ControllerResult
+
+__all__ = ["ControllerChannel", "LocalControllerChannel", "MetadataFeed"]
+
+T = TypeVar("T")
+
+
+class MetadataFeed(Protocol):
+    """Where a broker's committed metadata comes from: the image so far, then every
+    committed batch (the controller in this process; a quorum's log over the network)."""
+
+    @property
+    def committed_image(self) -> MetadataImage: ...
+
+    def register_listener(self, listener: MetadataListener) -> None: ...
+
+
+class ControllerChannel(Protocol):
+    """The controller operations a broker submits; each completes on commit."""
+
+    async def register_broker(
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
+    ) -> BrokerRegistrationResult: ...
+
+    async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError: ...
+
+    async def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> ProducerIdsBlock: ...
+
+    async def create_topics(
+        self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
+    ) -> list[CreateTopicResult]: ...
+
+    async def delete_topics(
+        self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
+    ) -> list[DeleteTopicResult]: ...
+
+    async def create_partitions(
+        self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
+    ) -> list[CreatePartitionsResult]: ...
+
+    async def alter_configs(
+        self,
+        resources: Sequence[AlterConfigsResource],
+        *,
+        validate_only: bool = False,
+        incremental: bool = False,
+    ) -> dict[ConfigResource, ApiError]: ...
+
+    async def update_features(
+        self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
+    ) -> dict[str, ApiError]: ...
+
+
+class LocalControllerChannel:
+    """The channel to a controller in this process (see the module docstring)."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._controller = controller
+
+    async def _submit(self, operation: Callable[[QuorumController], ControllerResult[T]]) -> T:
+        controller = self._controller
+        result = operation(controller)  # raises MetadataLogFailedError on a failed log
+        if not result.records:
+            return result.response
+        committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done(error: BaseException | None) -> None:
+            if committed.done():
+                return
+            if error is None:
+                committed.set_result(None)
+            else:
+                committed.set_exception(error)
+
+        controller.when_committed(controller.last_offset, done)
+        await committed
+        return result.response
+
+    async def register_broker(
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
+    ) -> BrokerRegistrationResult:
+        return await self._submit(lambda c: c.register_broker(broker_id, endpoints))
+
+    async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:
+        return await self._submit(lambda c: c.unfence_broker(broker_id, broker_epoch))
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
+        return await self._submit(lambda c: c.allocate_producer_ids(broker_id, broker_epoch))
+
+    async def create_topics(
+        self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
+    ) -> list[CreateTopicResult]:
+        return await self._submit(lambda c: c.create_topics(topics, validate_only=validate_only))
+
+    async def delete_topics(
+        self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
+    ) -> list[DeleteTopicResult]:
+        return await self._submit(lambda c: c.delete_topics(names, topic_ids))
+
+    async def create_partitions(
+        self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
+    ) -> list[CreatePartitionsResult]:
+        return await self._submit(
+            lambda c: c.create_partitions(topics, validate_only=validate_only)
+        )
+
+    async def alter_configs(
+        self,
+        resources: Sequence[AlterConfigsResource],
+        *,
+        validate_only: bool = False,
+        incremental: bool = False,
+    ) -> dict[ConfigResource, ApiError]:
+        if incremental:
+            return await self._submit(
+                lambda c: c.incremental_alter_configs(resources, validate_only=validate_only)
+            )
+        return await self._submit(lambda c: c.alter_configs(resources, validate_only=validate_only))
+
+    async def update_features(
+        self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
+    ) -> dict[str, ApiError]:
+        return await self._submit(lambda c: c.update_features(updates, validate_only=validate_only))

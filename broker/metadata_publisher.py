@@ -143,8 +143,6 @@ class BrokerMetadataPublisher:
         self._logs = log_manager
         self._delete_delay_ms = delete_delay_ms
         self._listeners: dict[str, list[LeadershipListener]] = {}
-        #: Topics whose config was pushed to the log manager (it keeps it until replaced).
-        self._configured: set[str] = set()
 
     def add_leadership_listener(self, topic: str, listener: LeadershipListener) -> None:
         """Tell ``listener`` of leadership changes of ``topic``'s partitions."""
@@ -161,10 +159,6 @@ class BrokerMetadataPublisher:
             for name, indexes in changes.removed:
                 self._replicas.stop_partitions(name, indexes, delete=True, delay_ms=delay_ms)
         for name in changes.reconfigured:
-            self._logs.update_config(name, self._replicas.log_config(name))
-            self._configured.add(name)
-        for name in {t.name for t, _ in changes.added} & self._configured:
-            # A re-created topic must not keep the config its predecessor was given.
             self._logs.update_config(name, self._replicas.log_config(name))
         for topic, partition in changes.added:
             self._replicas.log(topic, partition)

@@ -24,14 +24,19 @@ millpond, fed by :meth:`publish` after the image has become the broker's:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from millpond.controller.image import ConfigResourceType
 
 if TYPE_CHECKING:
     from millpond.broker.replica_manager import ReplicaManager
-    from millpond.controller.image import MetadataDelta, MetadataImage, TopicImage
+    from millpond.controller.image import (
+        ConfigResource,
+        MetadataDelta,
+        MetadataImage,
+        TopicImage,
+    )
     from millpond.storage.log_manager import LogManager
 
 __all__ = [
@@ -68,17 +73,32 @@ class LocalChanges(NamedTuple):
     reconfigured: list[str]
 
 
-def local_changes(base: MetadataImage, image: MetadataImage, node_id: int) -> LocalChanges:
-    """Compare two images as broker ``node_id`` sees them (unchanged maps are the same
-    objects, so an image that changed nothing about topics costs nothing here)."""
+def local_changes(
+    base: MetadataImage,
+    image: MetadataImage,
+    node_id: int,
+    *,
+    topic_ids: Collection[bytes] | None = None,
+    configs: Collection[ConfigResource] | None = None,
+) -> LocalChanges:
+    """Compare two images as broker ``node_id`` sees them: only the topics ``topic_ids``
+    and the config resources ``configs`` when given (what a delta touched), else all.
+    Unchanged maps are the same objects, so an image that changed nothing about topics
+    costs nothing here."""
     removed: list[tuple[str, list[int]]] = []
     added: list[tuple[TopicImage, int]] = []
     elected: list[tuple[str, int, int]] = []
     resigned: list[tuple[str, int, int]] = []
     if base.topics_by_id is not image.topics_by_id:
-        for topic_id, old in base.topics_by_id.items():
+        touched = {*base.topics_by_id, *image.topics_by_id} if topic_ids is None else topic_ids
+        ids = sorted(
+            (t for t in touched if t in base.topics_by_id or t in image.topics_by_id),
+            key=lambda t: (image.topics_by_id.get(t) or base.topics_by_id[t]).name,
+        )
+        for topic_id in ids:
+            old = base.topics_by_id.get(topic_id)
             new = image.topics_by_id.get(topic_id)
-            if new is old:
+            if new is old or old is None:
                 continue
             gone = [
                 i
@@ -98,9 +118,10 @@ def local_changes(base: MetadataImage, image: MetadataImage, node_id: int) -> Lo
             )
             if gone:
                 removed.append((old.name, gone))
-        for topic_id, new in image.topics_by_id.items():
+        for topic_id in ids:
             old_topic = base.topics_by_id.get(topic_id)
-            if new is old_topic:
+            new = image.topics_by_id.get(topic_id)
+            if new is old_topic or new is None:
                 continue
             before = {} if old_topic is None else old_topic.partitions
             for i, p in sorted(new.partitions.items()):
@@ -115,7 +136,7 @@ def local_changes(base: MetadataImage, image: MetadataImage, node_id: int) -> Lo
     if base.configs is not image.configs:
         changed = {
             resource.name
-            for resource in {*base.configs, *image.configs}
+            for resource in ({*base.configs, *image.configs} if configs is None else configs)
             if resource.type == ConfigResourceType.TOPIC
             and base.configs.get(resource) != image.configs.get(resource)
         }
@@ -150,7 +171,13 @@ class BrokerMetadataPublisher:
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Act on ``delta`` (its base the previous image, ``image`` the current one)."""
-        changes = local_changes(delta.base, image, self.node_id)
+        changes = local_changes(
+            delta.base,
+            image,
+            self.node_id,
+            topic_ids=delta.changed_topics,
+            configs=delta.changed_configs,
+        )
         for name, partition, epoch in changes.resigned:
             for listener in self._listeners.get(name, ()):
                 listener.on_resignation(partition, epoch)

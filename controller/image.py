@@ -179,12 +179,18 @@ class MetadataImage(NamedTuple):
 class MetadataDelta:
     """Records replayed over a base image; :meth:`apply` yields the next image.
 
-    Each top-level map is copied on its first change; the base is never touched.
+    Each top-level map is copied on its first change; the base is never touched. The
+    delta notes which topics and which config resources it touched, so what acts on it
+    (a broker's publisher) looks at those, not at every topic.
     """
 
     def __init__(self, base: MetadataImage) -> None:
         self.base = base
         self.skipped = 0
+        #: Ids of the topics added, changed or removed so far.
+        self.changed_topics: set[bytes] = set()
+        #: Config resources whose configs were set or deleted so far.
+        self.changed_configs: set[ConfigResource] = set()
         self._offset = base.offset
         self._epoch = base.epoch
         self._features: dict[str, int] | None = None
@@ -253,6 +259,9 @@ class MetadataDelta:
             topics.pop(old, None)
         topics[r.topic_id] = TopicImage(r.name, r.topic_id)
         names[r.name] = r.topic_id
+        self.changed_topics.add(r.topic_id)
+        if old is not None:
+            self.changed_topics.add(old)
 
     def _partition_record(self, r: PartitionRecord) -> None:
         topic = self._topic(r.topic_id)
@@ -276,6 +285,7 @@ class MetadataDelta:
         partitions[index] = p
         topics, _ = self._topic_maps()
         topics[topic.topic_id] = topic._replace(partitions=_frozen(partitions))
+        self.changed_topics.add(topic.topic_id)
 
     def _partition_change(self, r: PartitionChangeRecord) -> None:
         topic = self._topic(r.topic_id)
@@ -312,11 +322,15 @@ class MetadataDelta:
         topics, names = self._topic_maps()
         del topics[r.topic_id]
         names.pop(topic.name, None)
-        self._config_map().pop(ConfigResource(ConfigResourceType.TOPIC, topic.name), None)
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic.name)
+        self._config_map().pop(resource, None)
+        self.changed_topics.add(r.topic_id)
+        self.changed_configs.add(resource)
 
     def _config(self, r: ConfigRecord) -> None:
         configs = self._config_map()
         resource = ConfigResource(r.resource_type, r.resource_name)
+        self.changed_configs.add(resource)
         current = dict(configs.get(resource, _EMPTY))
         if r.value is None:
             current.pop(r.name, None)

@@ -175,3 +175,20 @@ def test_irrelevant_and_dangling_records_are_skipped_and_counted(
 def test_images_compare_by_value() -> None:
     assert with_topic() == with_topic()
     assert with_topic() != EMPTY
+
+
+def test_a_delta_notes_the_topics_and_configs_it_touched() -> None:
+    base = with_topic()
+    delta = MetadataDelta(base)
+    delta.replay(TopicRecord(name="u", topic_id=OTHER), 4)
+    delta.replay(PartitionChangeRecord(partition_id=1, topic_id=TID, isr=[1]), 5)
+    delta.replay(ConfigRecord(resource_type=4, resource_name="", name="x", value="1"), 6)
+    assert delta.changed_topics == {TID, OTHER}
+    assert delta.changed_configs == {ConfigResource(ConfigResourceType.BROKER, "")}
+    removal = MetadataDelta(base)
+    removal.replay(RemoveTopicRecord(topic_id=TID), 4)
+    assert removal.changed_topics == {TID}
+    assert removal.changed_configs == {ConfigResource(ConfigResourceType.TOPIC, "t")}
+    brokers_only = MetadataDelta(base)
+    brokers_only.replay(NoOpRecord(), 4)
+    assert brokers_only.changed_topics == set() and brokers_only.changed_configs == set()

@@ -30,7 +30,6 @@ from millpond.broker.emulation import emulate
 from millpond.broker.groups.placement import OFFSETS_TOPIC
 from millpond.broker.groups.service import GroupService
 from millpond.broker.maintenance import Maintenance
-from millpond.broker.metadata_publisher import BrokerMetadataPublisher
 from millpond.broker.producer_id_blocks import ControllerProducerIdBlocks
 from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from millpond.broker.context import ListenerInfo
     from millpond.broker.control.http import ControlServer
     from millpond.broker.control.service import BrokerControl
+    from millpond.broker.metadata_publisher import BrokerMetadataPublisher
     from millpond.broker.node import Broker
     from millpond.broker.server import KafkaConnection
     from millpond.controller.channel import ControllerChannel, MetadataFeed
@@ -111,12 +111,7 @@ class BrokerServer:
             clock=clock,
             min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
         )
-        self.publisher = BrokerMetadataPublisher(
-            node_id,
-            self.replicas,
-            self.log_manager,
-            lambda: self.config.log_config().file_delete_delay_ms,
-        )
+        self._publisher: BrokerMetadataPublisher | None = None
         metadata.register_listener(self)
         # What the server, the handlers and the services are given: the node, this role
         # with whatever runs beside it (see :mod:`millpond.broker.node`).
@@ -155,11 +150,31 @@ class BrokerServer:
         """The committed metadata this broker acts on."""
         return self._image
 
+    @property
+    def publisher(self) -> BrokerMetadataPublisher:
+        """Built with the first delta that touches topics or configs: a start (which
+        commits only this broker's registration) never loads it."""
+        if self._publisher is None:
+            from millpond.broker.metadata_publisher import (  # noqa: PLC0415
+                BrokerMetadataPublisher,
+            )
+
+            self._publisher = BrokerMetadataPublisher(
+                self.node_id,
+                self.replicas,
+                self.log_manager,
+                lambda: self.config.log_config().file_delete_delay_ms,
+            )
+        return self._publisher
+
     def handle_commit(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """A committed batch (Kafka's ``MetadataLoader``): the image first, so what the
-        publisher sets in motion sees it, then the publisher. A publisher failure is
-        logged; the image stays, as the log does."""
+        publisher sets in motion sees it, then the publisher, if the batch touched topics
+        or configs (nothing else concerns it yet). A publisher failure is logged; the
+        image stays, as the log does."""
         self._image = image
+        if not (delta.changed_topics or delta.changed_configs) and self._publisher is None:
+            return
         try:
             self.publisher.publish(delta, image)
         except Exception:  # noqa: BLE001 (as Kafka's fault handler: logged, next batch)

@@ -22,6 +22,7 @@ DEFERRED = [
     "millpond.broker.groups.coordinator",  # with the first group request
     "millpond.broker.groups.records",  # with the first group or a replay of them
     "millpond.controller.replication_control",  # with the first topic created or deleted
+    "millpond.broker.metadata_publisher",  # with the first change of topics or configs
     "millpond.broker.config_defs_describe",  # with the first DescribeConfigs
     "millpond.broker.control.service",  # with millpond.testing or the control endpoint
     "millpond.broker.control.faults",

@@ -137,9 +137,6 @@ class BrokerServer:
         self.dispatcher: Dispatcher = self.server.dispatcher
         self.maintenance = Maintenance(node)
         self.groups = GroupService(node)
-        # The group coordinator loads and unloads __consumer_offsets partitions as this
-        # broker gains and loses their leadership.
-        self.publisher.add_leadership_listener(OFFSETS_TOPIC, self.groups)
         self._control: BrokerControl | None = None
         self.control_server: ControlServer | None = None
 
@@ -165,6 +162,9 @@ class BrokerServer:
                 self.log_manager,
                 lambda: self.config.log_config().file_delete_delay_ms,
             )
+            # The group coordinator loads and unloads __consumer_offsets partitions as
+            # this broker gains and loses their leadership.
+            self._publisher.add_leadership_listener(OFFSETS_TOPIC, self.groups)
         return self._publisher
 
     def handle_commit(self, delta: MetadataDelta, image: MetadataImage) -> None:

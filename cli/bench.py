@@ -19,7 +19,7 @@ from millpond.cli import add_command, add_connection, connect
 from millpond.cli.client import EARLIEST, LATEST
 from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import Progress, emit_json, table
-from millpond.cli.produce import produce_request
+from millpond.cli.produce import parse_acks, produce_request
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from millpond.wire.records import Compression, NewRecord, build_batch, iter_batches
@@ -241,7 +241,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="records per batch, one batch per request (default 500)",
     )
-    produce.add_argument("--acks", type=int, choices=[-1, 0, 1], default=-1)
+    produce.add_argument("--acks", type=parse_acks, default=-1, metavar="{all,-1,1,0}")
     produce.add_argument(
         "-z", "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]
     )

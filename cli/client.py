@@ -266,12 +266,13 @@ class Client:
 
     # --- metadata -----------------------------------------------------------------------
 
-    def metadata(self, topics: list[str] | None) -> Any:
-        """Metadata of ``topics`` (``None``: every topic; ``[]``: brokers only); never
-        creates a topic."""
+    def metadata(self, topics: list[str] | None, allow_auto_create: bool = False) -> Any:
+        """Metadata of ``topics`` (``None``: every topic; ``[]``: brokers only). Only with
+        ``allow_auto_create`` may the broker create a missing topic (when its
+        ``auto.create.topics.enable`` is on), as producers' metadata requests allow."""
         request = MetadataRequest(
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False,
+            allow_auto_topic_creation=allow_auto_create,
         )
         response = self.any().request(request)
         self.brokers.update({b.node_id: (b.host, b.port) for b in response.brokers})
@@ -285,30 +286,41 @@ class Client:
             self.partitions(topic)
         return self._topic_ids.get(topic, bytes(16))
 
-    def partitions(self, topic: str, wait_s: float = 5.0) -> dict[int, int]:
+    def partitions(self, topic: str, wait_s: float = 5.0, create: bool = False) -> dict[int, int]:
         """``{partition: leader node id}`` of ``topic``; waits up to ``wait_s`` for leaders
-        (a topic created a moment ago may have none yet)."""
+        (a topic created a moment ago may have none yet).
+
+        With ``create``, a missing topic is asked for as Kafka's producers ask: the broker
+        creates it if its ``auto.create.topics.enable`` is on, and answers
+        UNKNOWN_TOPIC_OR_PARTITION until the topic is there (Kafka 4.4 answers so even to
+        the request that created it), so that answer is waited through as well."""
         deadline = time.monotonic() + wait_s
         while True:
-            response = self.metadata([topic])
+            response = self.metadata([topic], allow_auto_create=create)
             (found,) = [t for t in response.topics if t.name == topic] or [None]
-            if found is None or found.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            missing = found is None or found.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if missing and (not create or time.monotonic() > deadline):
                 raise CliError(
-                    f"topic {topic!r} does not exist",
+                    f"topic {topic!r} does not exist"
+                    + (" and the broker did not create it" if create else ""),
                     "check the name with `millpond topic list`, or create it with "
-                    f"`millpond topic create {topic}`",
+                    f"`millpond topic create {topic}`"
+                    + (" (or turn on the broker's auto.create.topics.enable)" if create else ""),
                 )
-            leaders = {p.partition_index: p.leader_id for p in found.partitions}
-            ready = found.error_code == 0 and leaders and min(leaders.values()) >= 0
-            if ready:
-                return dict(sorted(leaders.items()))
-            if time.monotonic() > deadline:
-                if found.error_code:
-                    raise kafka_error(found.error_code, f"metadata of topic {topic!r}")
-                raise CliError(
-                    f"topic {topic!r} has partitions without a leader",
-                    "the cluster is recovering; retry in a moment",
-                )
+            if found is not None and found.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION:
+                raise kafka_error(found.error_code, f"metadata of topic {topic!r}")
+            if found is not None and not missing:
+                leaders = {p.partition_index: p.leader_id for p in found.partitions}
+                ready = found.error_code == 0 and leaders and min(leaders.values()) >= 0
+                if ready:
+                    return dict(sorted(leaders.items()))
+                if time.monotonic() > deadline:
+                    if found.error_code:
+                        raise kafka_error(found.error_code, f"metadata of topic {topic!r}")
+                    raise CliError(
+                        f"topic {topic!r} has partitions without a leader",
+                        "the cluster is recovering; retry in a moment",
+                    )
             time.sleep(0.05)
 
     def controller(self) -> Connection:

@@ -68,6 +68,20 @@ def partition_for(key: bytes, count: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % count
 
 
+#: ``--acks`` as Kafka's producers spell it: ``acks=all`` is ``-1``.
+ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
+
+
+def parse_acks(value: str) -> int:
+    """``--acks``' value: all, -1, 0 or 1 (argparse reports anything else)."""
+    acks = ACKS.get(value.strip().lower())
+    if acks is None:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {value!r}: use all (the same as -1), 1 or 0"
+        )
+    return acks
+
+
 def parse_headers(pairs: list[str]) -> list[tuple[str, bytes | None]]:
     headers: list[tuple[str, bytes | None]] = []
     for pair in pairs:
@@ -125,7 +139,9 @@ class Producer:
         self.acks = acks
         self.compression = compression
         self.timeout_ms = timeout_ms
-        self.leaders = client.partitions(topic)
+        # A missing topic is created if the broker auto-creates topics, as for Kafka's
+        # console producer and kcat (their metadata requests allow it).
+        self.leaders = client.partitions(topic, create=True)
         self.landed: dict[int, list[int]] = {}  # partition -> [first offset, last, count]
 
     def send(self, pending: dict[int, list[NewRecord]]) -> None:
@@ -146,7 +162,7 @@ class Producer:
                 raise kafka_error(code, f"producing to {self.topic}-{partition}")
             if failed:
                 time.sleep(0.1)
-                self.leaders = self.client.partitions(self.topic)
+                self.leaders = self.client.partitions(self.topic, create=True)
             todo = {p: todo[p] for p in failed}
 
     def _send_to(self, leader: int, parts: dict[int, list[NewRecord]]) -> dict[int, int]:
@@ -276,10 +292,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--acks",
-        type=int,
-        choices=[-1, 0, 1],
+        type=parse_acks,
         default=-1,
-        help="-1 (all in-sync replicas, the default), 1 (leader) or 0 (none)",
+        metavar="{all,-1,1,0}",
+        help="all or -1 (every in-sync replica, the default), 1 (the leader) or 0 (none)",
     )
     parser.add_argument(
         "-z", "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]

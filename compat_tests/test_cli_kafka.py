@@ -25,6 +25,14 @@ def test_produce(broker_bootstrap: str, tmp_path: Path) -> None:
     scenarios.check_produce(broker_bootstrap, tmp_path)
 
 
+def test_produce_creates_a_missing_topic(broker_bootstrap: str) -> None:
+    scenarios.check_produce_creates_a_missing_topic(broker_bootstrap)
+
+
+def test_produce_to_a_missing_topic_without_auto_create(strict_broker_bootstrap: str) -> None:
+    scenarios.check_produce_to_a_missing_topic_without_auto_create(strict_broker_bootstrap)
+
+
 def test_consume(broker_bootstrap: str) -> None:
     scenarios.check_consume(broker_bootstrap)
 

@@ -247,6 +247,36 @@ def check_produce(bootstrap: str, tmp: Path) -> None:
     bad = run("produce", topic, "-k", ":", bootstrap=bootstrap, stdin="no separator\n", code=1)
     assert "line 1 has no key separator" in bad.stderr and "hint:" in bad.stderr
 
+    # --acks as Kafka's producers spell it (all is -1); anything else is a usage error.
+    for acks in ("all", "-1", "1", "0"):
+        run("produce", topic, "-p", "3", "--acks", acks, bootstrap=bootstrap, stdin="a\n")
+    assert end_offsets_sum(bootstrap, topic, 4) == 26
+    usage = run("produce", topic, "--acks", "2", bootstrap=bootstrap, stdin="a\n", code=2)
+    assert "--acks: invalid value '2': use all (the same as -1), 1 or 0" in usage.stderr
+
+
+def check_produce_creates_a_missing_topic(bootstrap: str) -> None:
+    """On a broker with ``auto.create.topics.enable`` (both session brokers), producing to
+    a topic that does not exist creates it, as Kafka's console producer and kcat do."""
+    topic = name("autocreated")
+    assert metadata_partitions(bootstrap, topic) is None
+    out = run_json("produce", topic, bootstrap=bootstrap, stdin="first\nsecond\n")
+    assert out == {
+        "topic": topic,
+        "partitions": [{"partition": 0, "records": 2, "first_offset": 0, "last_offset": 1}],
+    }
+    assert metadata_partitions(bootstrap, topic) == 1  # the broker's num.partitions
+    assert run("consume", topic, bootstrap=bootstrap).stdout == "first\nsecond\n"
+
+
+def check_produce_to_a_missing_topic_without_auto_create(bootstrap: str) -> None:
+    """Where the broker does not create topics, producing to a missing one says so."""
+    topic = name("never")
+    failed = run("produce", topic, bootstrap=bootstrap, stdin="x\n", code=1)
+    assert f"topic {topic!r} does not exist and the broker did not create it" in failed.stderr
+    assert "auto.create.topics.enable" in failed.stderr
+    assert metadata_partitions(bootstrap, topic) is None
+
 
 def check_consume(bootstrap: str) -> None:
     topic = name("consume")
@@ -466,8 +496,8 @@ def check_errors(bootstrap: str, unreachable: str) -> None:
     assert "--bootstrap-server" in down.stderr
     unknown = run("topic", "describe", name("missing"), bootstrap=bootstrap, code=1)
     assert "does not exist" in unknown.stderr and "topic list" in unknown.stderr
-    for args in (["consume", name("missing")], ["produce", name("missing")]):
-        assert "does not exist" in run(*args, bootstrap=bootstrap, stdin="", code=1).stderr
+    missing = run("consume", name("missing"), bootstrap=bootstrap, code=1)
+    assert "does not exist" in missing.stderr
     assert "bad broker address" in run("topic", "list", bootstrap="nohost", code=1).stderr
     usage = run("topic", "add-partitions", "x", code=2)  # argparse: a missing required option
     assert "one of the arguments -n/--num --total is required" in usage.stderr

@@ -45,6 +45,15 @@ def test_produce(bootstrap: str, tmp_path: Path) -> None:
     scenarios.check_produce(bootstrap, tmp_path)
 
 
+def test_produce_creates_a_missing_topic(bootstrap: str) -> None:
+    scenarios.check_produce_creates_a_missing_topic(bootstrap)
+
+
+def test_produce_to_a_missing_topic_without_auto_create(tmp_path: Path) -> None:
+    with millpond_server(tmp_path, "auto.create.topics.enable=false") as strict:
+        scenarios.check_produce_to_a_missing_topic_without_auto_create(strict)
+
+
 def test_consume(bootstrap: str) -> None:
     scenarios.check_consume(bootstrap)
 

@@ -27,8 +27,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from compat_tests.kafka.reference import free_port
 from millpond.cli.client import recv_exactly
 from millpond.wire import RequestHeader, decode_response, encode_request
@@ -338,6 +336,9 @@ def run_driver(cmd: Sequence[str], timeout: float = 120) -> list[dict[str, Any]]
     Fails the test, with the driver's stderr (and the end of the broker's log when the driver
     talked to a server started here), when the driver exits non-zero, runs longer than
     ``timeout`` seconds (it is killed), or prints a line that is not a JSON object."""
+    # Only tests run drivers: bench/ uses the rest of this module and runs without pytest.
+    import pytest  # noqa: PLC0415
+
     command = [str(c) for c in cmd]
     try:
         result = subprocess.run(

@@ -57,6 +57,7 @@ ROUTES: tuple[Route, ...] = (
     _route(18, 0, 5, "api_versions"),
     _route(60, 0, 2, "describe_cluster"),
     _route(75, 0, 0, "describe_topic_partitions"),
+    _route(74, 0, 1, "list_config_resources"),
     _route(57, 0, 2, "update_features"),
     # Consumer groups
     _route(10, 0, 6, "find_coordinator"),

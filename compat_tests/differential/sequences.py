@@ -68,6 +68,9 @@ from millpond.wire.generated.api.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from millpond.wire.generated.api.init_producer_id_request import InitProducerIdRequest
+from millpond.wire.generated.api.list_config_resources_request import (
+    ListConfigResourcesRequest,
+)
 from millpond.wire.generated.api.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -1256,6 +1259,32 @@ def describe_log_dirs(s: Session) -> None:
         topics=[DescribableLogDirTopic(topic=s.topic("nope"), partitions=[0])]
     )
     s.send(unknown, 4, "unknown topic")
+
+
+@sequence
+def list_config_resources(s: Session) -> None:
+    # The session's brokers hold other sequences' topics and group configs: this
+    # sequence's topics are recorded (sorted: Kafka lists topics in hash order) with the
+    # brokers, loggers and client metrics, and no group.
+    create_quiet(s, "lcr-b", 1)
+    create_quiet(s, "lcr-a", 2)
+    for version, types, label in (
+        (1, [], "v1 every type"),
+        (1, [2, 4, 2], "v1 topics and brokers, topics twice"),
+        (1, [8, 16, 32], "v1 loggers, client metrics, groups"),
+        (1, [2, 1], "v1 an unknown type"),
+        (1, [64], "v1 only an unknown type"),
+        (0, [], "v0 client metrics"),
+    ):
+        response = s.request(ListConfigResourcesRequest(resource_types=types), version).to_data()
+        kept = [r for r in response["config_resources"] if r.get("resource_type") not in (2, 32)]
+        mine = [
+            r
+            for r in response["config_resources"]
+            if r.get("resource_type") == TOPIC and r["resource_name"].startswith(s.namespace)
+        ]
+        response["config_resources"] = kept + sorted(mine, key=lambda r: r["resource_name"])
+        s.record(label, "ListConfigResources", version, response)
 
 
 @sequence

@@ -17,8 +17,9 @@ What Kafka's log manager does with a log directory at start-up, in the parts we 
   does.
 - Partition directories are ``<topic>-<partition>``; ``<topic>-<partition>.<id>-delete``
   directories are removals that were not finished and are removed again; ``-future``
-  and ``-stray`` directories (replica moves, partitions the controller no longer
-  assigns) are left alone; ``__cluster_metadata-0`` belongs to the Raft log.
+  directories are replicas moving into this directory (AlterReplicaLogDirs), loaded as
+  future logs; ``-stray`` directories (partitions the controller no longer assigns) are
+  left alone; ``__cluster_metadata-0`` belongs to the Raft log.
 
 Not thread-safe; owned by :class:`~millpond.storage.log_manager.LogManager`.
 """
@@ -40,6 +41,7 @@ from millpond.storage.fs import FileSystem, join, write_atomic
 from millpond.storage.names import (
     CLEAN_SHUTDOWN_FILE,
     DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     META_PROPERTIES_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
@@ -63,6 +65,7 @@ class LogDirScan(NamedTuple):
 
     partitions: dict[TopicPartition, str]  # live partition -> its directory
     to_delete: list[str]  # ``-delete`` directories left by an unfinished removal
+    futures: dict[TopicPartition, str]  # ``-future``: a replica moving into this directory
 
 
 # -- meta.properties -----------------------------------------------------------------------
@@ -151,6 +154,7 @@ def scan_log_dir(fs: FileSystem, log_dir: str) -> LogDirScan:
     partitions costs one listing and one ``is_dir`` per partition."""
     partitions: dict[TopicPartition, str] = {}
     to_delete: list[str] = []
+    futures: dict[TopicPartition, str] = {}
     for name in fs.listdir(log_dir):
         parsed = parse_partition_dir(name)
         if parsed is None or parsed.topic == CLUSTER_METADATA_TOPIC:
@@ -160,6 +164,8 @@ def scan_log_dir(fs: FileSystem, log_dir: str) -> LogDirScan:
             continue
         if parsed.kind == DELETE_DIR_SUFFIX[1:]:
             to_delete.append(path)
+        elif parsed.kind == FUTURE_DIR_SUFFIX[1:]:
+            futures[(parsed.topic, parsed.partition)] = path
         elif not parsed.kind:
             partitions[(parsed.topic, parsed.partition)] = path
-    return LogDirScan(partitions, to_delete)
+    return LogDirScan(partitions, to_delete, futures)

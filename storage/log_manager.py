@@ -19,6 +19,13 @@ A lazily opened log is loaded with ``had_clean_shutdown=True``: nothing but its 
 it is opened, its checkpointed offsets are carried over into every checkpoint written,
 so a crash afterwards recovers it from the same recovery point as before.
 
+Moving a partition to another directory (AlterReplicaLogDirs), as Kafka does:
+:meth:`LogManager.alter_log_dir` creates a ``-future`` log in the destination,
+:meth:`LogManager.advance_move` copies the current log into it a step at a time
+(:mod:`~millpond.storage.log_copy`) and, once it has caught up, renames it in and the
+old log out for deletion. Future logs are reloaded at start-up, so a move resumes.
+New logs go to the directory holding the fewest logs, future ones counted.
+
 Running: :meth:`LogManager.flush_dirty` (flush.ms, and syncing rolled segments),
 :meth:`LogManager.checkpoint_recovery_points` and
 :meth:`LogManager.checkpoint_log_start_offsets` (Kafka runs them every minute),
@@ -49,6 +56,7 @@ from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, join, parent
 from millpond.storage.leader_epochs import LeaderEpochCache
 from millpond.storage.log import Log
+from millpond.storage.log_copy import COPY_STEP_BYTES, copy_step
 from millpond.storage.log_dirs import (
     LogDirError,
     TopicPartition,
@@ -68,6 +76,9 @@ from millpond.storage.names import (
 from millpond.storage.uuids import random_uuid4
 
 __all__ = ["InconsistentTopicIdError", "LogDirError", "LogManager", "TopicPartition"]
+
+#: A future log's directory name part: Kafka's own (``-future``).
+_FUTURE = "future"
 
 _log = logging.getLogger(__name__)
 
@@ -153,12 +164,22 @@ class LogManager:
         self._overrides: dict[str, LogConfig] = {}
         self._rng = rng or random.Random()  # noqa: S311 (segment jitter, not security)
         self._slots: dict[TopicPartition, _Slot] = {}
+        #: Replicas moving to another log directory: their future logs (Kafka's futureLogs).
+        self._futures: dict[TopicPartition, _Slot] = {}
+        #: Where a partition's log goes when it is created (AlterReplicaLogDirs before it
+        #: existed; Kafka's preferredLogDirs).
+        self._preferred: dict[TopicPartition, _LogDir] = {}
         self._dirs: list[_LogDir] = []
         # (due on the monotonic clock, directory) of removed partitions.
         self._doomed: list[tuple[int, str]] = []
         self.offline: dict[TopicPartition, OSError] = {}
         for path in dict.fromkeys(p.rstrip("/") or "/" for p in log_dirs):
             self._load_dir(path, cluster_id, node_id)
+        for tp in [tp for tp in self._futures if tp not in self._slots]:
+            # Only a hand-edited directory leaves a future log without its current one.
+            _log.warning("future log %s has no current log; left alone", self._futures[tp].path)
+            self._futures[tp].log_dir.hosted -= 1
+            del self._futures[tp]
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -185,6 +206,16 @@ class LogManager:
             log_dir.hosted += 1
             if not clean:
                 self._open(tp, slot)
+        for tp, future_path in sorted(scan.futures.items()):
+            if tp in self._futures:
+                raise LogDirError(
+                    f"partition {tp[0]}-{tp[1]} has future logs in both "
+                    f"{self._futures[tp].path} and {future_path}"
+                )
+            future = _Slot(log_dir, future_path, recovery_points.get(tp, 0), log_starts.get(tp, 0))
+            self._futures[tp] = future
+            log_dir.hosted += 1
+            self._open(tp, future)  # a move resumes from what the future log holds
 
     def _open(self, tp: TopicPartition, slot: _Slot) -> Log:
         if slot.log is None:
@@ -299,8 +330,15 @@ class LogManager:
                 )
         return log
 
+    def _next_log_dir(self, tp: TopicPartition) -> _LogDir:
+        """Where a new log goes: the preferred directory if one was named for it, else
+        the directory holding the fewest logs (current and future; the first of those
+        in ``log.dirs`` order), as Kafka's LogManager places them."""
+        preferred = self._preferred.get(tp)
+        return preferred if preferred is not None else min(self._dirs, key=lambda d: d.hosted)
+
     def _create(self, tp: TopicPartition) -> _Slot:
-        log_dir = min(self._dirs, key=lambda d: d.hosted)
+        log_dir = self._next_log_dir(tp)
         path = join(log_dir.path, partition_dir_name(*tp))
         if self._fs.exists(path):
             raise LogDirError(f"{path} exists but was not there at start-up")
@@ -343,22 +381,17 @@ class LogManager:
         due = self._clock.monotonic_ms() + delay_ms
         for partition in partitions:
             tp = (topic, partition)
+            self._preferred.pop(tp, None)
+            future = self._futures.pop(tp, None)
+            if future is not None:
+                self._doom(tp, future, due)
+                if future.log_dir not in touched:
+                    touched.append(future.log_dir)
             slot = self._slots.pop(tp, None)
             if slot is None:
                 continue
-            if slot.log is not None:
-                try:
-                    slot.log.close(flush=False)
-                except OSError as exc:  # its data is being thrown away anyway
-                    _log.warning("closing deleted log %s: %s", slot.path, exc)
             self.offline.pop(tp, None)
-            doomed = join(
-                parent(slot.path),
-                marked_partition_dir_name(topic, partition, "delete", random_uuid4().hex()),
-            )
-            self._fs.rename(slot.path, doomed)
-            self._doomed.append((due, doomed))
-            slot.log_dir.hosted -= 1
+            self._doom(tp, slot, due)
             deleted += 1
             if slot.log_dir not in touched:
                 touched.append(slot.log_dir)
@@ -383,6 +416,138 @@ class LogManager:
             if self._fs.exists(path):
                 self._fs.remove_tree(path)
         return len(ready)
+
+    # -- moving between log directories (AlterReplicaLogDirs) ---------------------------
+
+    def has_log_dir(self, log_dir: str) -> bool:
+        return any(d.path == log_dir.rstrip("/") for d in self._dirs)
+
+    def prefer_log_dir(self, topic: str, partition: int, log_dir: str) -> None:
+        """Create the partition's log in ``log_dir`` when it is created (Kafka's
+        preferred log dir: AlterReplicaLogDirs may name a partition before its log
+        exists). Raises KeyError for a directory not in ``log.dirs``."""
+        self._preferred[(topic, partition)] = self._dir(log_dir)
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        future = self._futures.get((topic, partition))
+        return None if future is None else future.log
+
+    def future_log_dir_of(self, topic: str, partition: int) -> str | None:
+        future = self._futures.get((topic, partition))
+        return None if future is None else future.log_dir.path
+
+    def moving(self) -> list[TopicPartition]:
+        """The partitions with a future log, sorted."""
+        return sorted(self._futures)
+
+    def alter_log_dir(self, topic: str, partition: int, log_dir: str) -> bool:
+        """Move the partition's log to ``log_dir`` (which must be in ``log.dirs``), as
+        Kafka's AlterReplicaLogDirs does: a move to another directory than the one in
+        progress drops its future log; then, unless the log is already there, a future
+        log (``<topic>-<partition>.<id>-future``) is created in ``log_dir``, which
+        :meth:`advance_move` fills and swaps in. True if a future log was created.
+        Raises KeyError when the partition has no log or the directory is unknown."""
+        tp = (topic, partition)
+        target = self._dir(log_dir)
+        self._preferred[tp] = target
+        slot = self._slots[tp]
+        future = self._futures.get(tp)
+        if future is not None and future.log_dir is not target:
+            del self._futures[tp]
+            self._doom(tp, future, self._clock.monotonic_ms())
+            self._fs.sync_dir(future.log_dir.path)
+            future = None
+        if slot.log_dir is target or future is not None:
+            return False
+        current = self._open(tp, slot)
+        name = marked_partition_dir_name(topic, partition, _FUTURE, random_uuid4().hex())
+        path = join(target.path, name)
+        self._fs.makedirs(path)
+        self._fs.sync_dir(target.path)
+        future = _Slot(target, path, current.log_start_offset, current.log_start_offset)
+        epochs = LeaderEpochCache(self._fs, join(path, LEADER_EPOCH_CHECKPOINT_FILE))
+        future.log = Log(
+            self._fs, path, current.config, self._clock, log_start_offset=0,
+            had_clean_shutdown=True, leader_epochs=epochs, rng=self._rng,
+        )  # fmt: skip
+        topic_id = self.topic_id(topic, partition)
+        if topic_id is not None:
+            write_partition_metadata(self._fs, path, topic_id)
+            future.topic_id = topic_id
+        self._futures[tp] = future
+        target.hosted += 1
+        return True
+
+    def advance_move(self, topic: str, partition: int, max_bytes: int = COPY_STEP_BYTES) -> bool:
+        """One step of a move: copy up to ``max_bytes`` into the future log; once it has
+        caught up, swap it in (:meth:`_replace_current_with_future`). True when the
+        partition has no move left to make. A failure of the destination's file system
+        drops the move (logged); the current log stays where it is."""
+        tp = (topic, partition)
+        future = self._futures.get(tp)
+        slot = self._slots.get(tp)
+        if future is None or slot is None or tp in self.offline:
+            return True
+        current = self._open(tp, slot)
+        future_log = self._open(tp, future)
+        try:
+            if not copy_step(current, future_log, max_bytes):
+                return False
+            self._replace_current_with_future(tp, slot, future)
+        except OSError as exc:
+            _log.error("moving %s-%s to %s failed: %s", topic, partition, future.log_dir.path, exc)
+            if self._futures.pop(tp, None) is not None:
+                self._doom(tp, future, self._clock.monotonic_ms())
+        return True
+
+    def _replace_current_with_future(self, tp: TopicPartition, slot: _Slot, future: _Slot) -> None:
+        """Kafka's replaceCurrentWithFutureLog: the future log becomes the partition's log
+        (its directory renamed to ``<topic>-<partition>``), then the old one is renamed
+        for deletion and goes after file.delete.delay.ms. The future log is flushed and
+        reopened at its new path first. A crash between the two renames leaves the
+        partition in both directories, which the next start refuses, as Kafka does."""
+        future_log = future.log
+        current = slot.log
+        assert future_log is not None and current is not None
+        high_watermark = current.high_watermark
+        future_log.close()
+        live = join(future.log_dir.path, partition_dir_name(*tp))
+        self._fs.rename(future.path, live)
+        self._fs.sync_dir(future.log_dir.path)
+        epochs = LeaderEpochCache(self._fs, join(live, LEADER_EPOCH_CHECKPOINT_FILE))
+        moved = Log(
+            self._fs, live, self.config_for(tp[0]), self._clock,
+            recovery_point=future_log.log_end_offset,
+            log_start_offset=future_log.log_start_offset, had_clean_shutdown=True,
+            leader_epochs=epochs, rng=self._rng,
+        )  # fmt: skip
+        moved.update_high_watermark(high_watermark)
+        del self._futures[tp]
+        old_dir = slot.log_dir
+        old = _Slot(old_dir, slot.path, current.recovery_point, current.log_start_offset)
+        old.log = current
+        slot.log_dir, slot.path, slot.log = future.log_dir, live, moved
+        slot.topic_id = future.topic_id or slot.topic_id
+        self._doom(tp, old, self._clock.monotonic_ms() + self.default_config.file_delete_delay_ms)
+        self._fs.sync_dir(old_dir.path)
+        self._checkpoint_dir(old_dir, recovery=True, log_start=True)
+        self._checkpoint_dir(slot.log_dir, recovery=True, log_start=True)
+
+    def _doom(self, tp: TopicPartition, slot: _Slot, due: int) -> None:
+        """Close a log that is being thrown away and rename its directory to
+        ``-delete``; it is removed when ``due``. The caller syncs the directory."""
+        if slot.log is not None:
+            try:
+                slot.log.close(flush=False)
+            except OSError as exc:  # its data is being thrown away anyway
+                _log.warning("closing deleted log %s: %s", slot.path, exc)
+        doomed = join(
+            parent(slot.path),
+            marked_partition_dir_name(tp[0], tp[1], "delete", random_uuid4().hex()),
+        )
+        self._fs.rename(slot.path, doomed)
+        self._doomed.append((due, doomed))
+        slot.log_dir.hosted -= 1
 
     # -- periodic tasks ------------------------------------------------------------------
 
@@ -410,6 +575,12 @@ class LogManager:
         flush.ms, and sync segments rolled since the last flush. Returns the number of
         logs whose recovery point moved. A log whose flush fails goes offline."""
         flushed = 0
+        for future in list(self._futures.values()):
+            if future.log is not None:
+                try:
+                    future.log.maybe_flush()
+                except OSError as exc:
+                    _log.error("flushing future log %s: %s", future.path, exc)
         for tp, log in list(self.opened_logs()):
             if tp in self.offline:
                 continue
@@ -437,7 +608,7 @@ class LogManager:
     def _checkpoint_dir(self, log_dir: _LogDir, *, recovery: bool, log_start: bool) -> None:
         points: dict[TopicPartition, int] = {}
         starts: dict[TopicPartition, int] = {}
-        for tp, slot in self._slots.items():
+        for tp, slot in [*self._slots.items(), *self._futures.items()]:
             if slot.log_dir is not log_dir:
                 continue
             log = slot.log
@@ -468,6 +639,13 @@ class LogManager:
         failed to write, gets no marker: its next start recovers from the recovery
         points. The manager is unusable afterwards."""
         failed_dirs: set[str] = set()
+        for future in self._futures.values():
+            try:
+                if future.log is not None:
+                    future.log.close()
+            except OSError as exc:
+                _log.error("closing future log %s: %s", future.path, exc)
+                failed_dirs.add(future.log_dir.path)
         for tp, slot in self._slots.items():
             log = slot.log
             if log is None:
@@ -487,6 +665,7 @@ class LogManager:
             if log_dir.path not in failed_dirs:
                 write_clean_shutdown_marker(self._fs, log_dir.path, broker_epoch)
         self._slots.clear()
+        self._futures.clear()
 
     def _dir(self, path: str) -> _LogDir:
         for log_dir in self._dirs:

@@ -61,6 +61,7 @@ class BrokerServer:
         *,
         config: BrokerConfig,
         data_dir: str,
+        log_dirs: list[str] | None = None,
         node_id: int,
         cluster_id: str,
         host: str,
@@ -97,7 +98,7 @@ class BrokerServer:
         # one) take their topic's config from the metadata image.
         self.log_manager = LogManager(
             self.fs,
-            [data_dir],
+            log_dirs or [data_dir],
             self.clock,
             cluster_id=cluster_id,
             node_id=node_id,

@@ -21,9 +21,9 @@ What cannot be emulated: versions the 4.x specs no longer define (KIP-896 remove
 advertises, for these APIs, the 3.9 maximum but a higher minimum than 3.9 did: Produce from
 v3 (3.9: v0), Fetch v4 (v0), ListOffsets v1 (v0), OffsetCommit v2 (v0), OffsetFetch v1
 (v0), CreateTopics v2 (v0), DeleteTopics v1 (v0), OffsetForLeaderEpoch v2 (v0),
-DescribeConfigs v1 (v0) and DescribeLogDirs v1 (v0). Only a client that speaks nothing
-newer than those removed versions notices (it finds no common version, where 3.9 would
-have served it). 4.0 and 4.4 are emulated exactly.
+DescribeConfigs v1 (v0), AlterReplicaLogDirs v1 (v0) and DescribeLogDirs v1 (v0). Only a
+client that speaks nothing newer than those removed versions notices (it finds no common
+version, where 3.9 would have served it). 4.0 and 4.4 are emulated exactly.
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@
 - Producer expiry (``producer.id.expiration.check.interval.ms``).
 - Committed offsets' expiry (``offsets.retention.check.interval.ms``; the group
   coordinator decides what expires).
+- Moves between log directories (AlterReplicaLogDirs; Kafka's ReplicaAlterLogDirsThread):
+  each future log is filled a step (1 MiB) at a time, the event loop free between steps,
+  and swapped in once it has caught up. Started by the request, and at start-up for the
+  moves a restart interrupted. A log being moved is not compacted (Kafka pauses its
+  cleaning).
 
 Every task runs on the event loop, which owns the logs, except the cleaning itself. A
 failing task logs one line and runs again at its next interval.
@@ -61,6 +66,7 @@ class Maintenance:
         self._broker = broker
         self._tasks: list[asyncio.Task[None]] = []
         self._cleaner: asyncio.Task[None] | None = None
+        self._moves_wanted = asyncio.Event()
 
     def start(self) -> None:
         broker = self._broker
@@ -91,6 +97,11 @@ class Maintenance:
                 self._delete_logs_forever(), name="millpond-delete-logs"
             )
         )
+        self._tasks.append(
+            asyncio.get_running_loop().create_task(self._move_forever(), name="millpond-moves")
+        )
+        if logs.moving():
+            self.wake_moves()
         if bool(broker.config.get("log.cleaner.enable")):
             backoff_ms = ms("log.cleaner.backoff.ms", 15_000)
             self._cleaner = asyncio.get_running_loop().create_task(
@@ -126,6 +137,35 @@ class Maintenance:
             except Exception:  # noqa: BLE001 (one log line; the task tries again later)
                 log.exception("removing deleted partitions failed")
 
+    def wake_moves(self) -> None:
+        """A future log waits to be filled (AlterReplicaLogDirs created one)."""
+        self._moves_wanted.set()
+
+    async def _move_forever(self) -> None:
+        while True:
+            await self._moves_wanted.wait()
+            self._moves_wanted.clear()
+            try:
+                await self.move_logs()
+            except Exception:  # noqa: BLE001 (one log line; the next request wakes it)
+                log.exception("moving logs between log directories failed")
+
+    async def move_logs(self) -> int:
+        """Run every pending move to its end; returns how many logs were swapped in."""
+        broker = self._broker
+        logs = broker.log_manager
+        moved = 0
+        while pending := logs.moving():
+            for topic, partition in pending:
+                before = logs.get_log(topic, partition)
+                if logs.advance_move(topic, partition):
+                    after = logs.get_log(topic, partition)
+                    if after is not None and after is not before:
+                        broker.replicas.log_moved(topic, partition, after)
+                        moved += 1
+                await asyncio.sleep(0)  # requests run between steps
+        return moved
+
     async def _clean_forever(self, backoff_ms: int) -> None:
         while True:
             await asyncio.sleep(backoff_ms / 1000)
@@ -148,8 +188,9 @@ class Maintenance:
 
         broker = self._broker
         cleaned = 0
+        moving = set(broker.log_manager.moving())
         for (topic, partition), partition_log in list(broker.log_manager.opened_logs()):
-            if not partition_log.config.compact:
+            if not partition_log.config.compact or (topic, partition) in moving:
                 continue
             log_dir = broker.log_manager.log_dir_of(topic, partition)
             if log_dir is None:

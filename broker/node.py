@@ -76,6 +76,7 @@ class Broker(BrokerServer):
         self,
         *,
         data_dir: str,
+        log_dirs: list[str] | None = None,
         node_id: int = 1,
         host: str = "127.0.0.1",
         port: int = 9092,
@@ -104,8 +105,20 @@ class Broker(BrokerServer):
         # The control endpoint may freeze or advance it (tests' own clocks stay theirs).
         clock = clock or ControlledClock(SystemClock())
         rng = rng or random.Random()  # noqa: S311 (ids and jitter, not secrets)
-        fs.makedirs(data_dir)
-        self._lock = DirLock(data_dir) if isinstance(fs, OsFileSystem) else None
+        #: Every directory of ``log.dirs``; the metadata log and meta.properties' cluster
+        #: id live in the first, ``data_dir``.
+        dirs = list(dict.fromkeys([data_dir, *(log_dirs or [])]))
+        for directory in dirs:
+            fs.makedirs(directory)
+        self._locks: list[DirLock] = []
+        if isinstance(fs, OsFileSystem):
+            try:
+                for directory in dirs:
+                    self._locks.append(DirLock(directory))
+            except BaseException:
+                for lock in self._locks:
+                    lock.release()
+                raise
         cluster_id = _cluster_id(fs, data_dir, rng)
         #: The controller role (combined mode: in this process, one voter).
         self.controller_server = ControllerServer(
@@ -124,6 +137,7 @@ class Broker(BrokerServer):
         super().__init__(
             config=config,
             data_dir=data_dir,
+            log_dirs=dirs,
             node_id=node_id,
             cluster_id=cluster_id,
             host=host,
@@ -145,8 +159,9 @@ class Broker(BrokerServer):
 
     @classmethod
     def from_config(cls, config: BrokerConfig, **kwargs: Any) -> Broker:
-        """A node as ``server.properties`` describes it: every listener, the first log
-        dir. ConfigError for a listener whose security protocol millpond cannot serve."""
+        """A node as ``server.properties`` describes it: every listener, every directory
+        of ``log.dirs`` (the metadata log in the first). ConfigError for a listener whose
+        security protocol millpond cannot serve."""
         plans = plan_listeners(
             config.listeners, config.advertised_listeners, config.controller_listener_names
         )
@@ -157,6 +172,7 @@ class Broker(BrokerServer):
         try:
             return cls(
                 data_dir=config.log_dirs[0],
+                log_dirs=list(config.log_dirs),
                 node_id=config.node_id,
                 listeners=tuple(plans),
                 max_request_bytes=config.socket_request_max_bytes,
@@ -181,8 +197,8 @@ class Broker(BrokerServer):
     async def stop(self) -> None:
         await super().stop()
         self.controller_server.close()
-        if self._lock is not None:
-            self._lock.release()
+        for lock in self._locks:
+            lock.release()
 
 
 def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random) -> str:

@@ -298,6 +298,13 @@ class ReplicaManager:
 
     # -- producer state ------------------------------------------------------------------
 
+    def log_moved(self, topic: str, partition: int, log: Log) -> None:
+        """The partition's log was moved to another log directory (same records, a new
+        :class:`Log`): the partition and its producer state carry over to the new log."""
+        known = self._partitions.get((topic, partition))
+        if known is not None:
+            known.log = log
+
     def _snapshot(self, log: Log, producers: ProducerStateManager) -> None:
         """A snapshot at the state's map end offset; a failure to write one is logged
         and costs only a longer replay at the next load."""

@@ -486,7 +486,11 @@ class LogManager:
         tp = (topic, partition)
         future = self._futures.get(tp)
         slot = self._slots.get(tp)
-        if future is None or slot is None or tp in self.offline:
+        if future is None:
+            return True
+        if slot is None or tp in self.offline:
+            del self._futures[tp]  # nothing to copy from any more
+            self._doom(tp, future, self._clock.monotonic_ms())
             return True
         current = self._open(tp, slot)
         future_log = self._open(tp, future)

@@ -82,5 +82,6 @@ ROUTES: tuple[Route, ...] = (
     _route(33, 0, 2, "alter_configs"),
     _route(44, 0, 1, "incremental_alter_configs"),
     _route(35, 1, 5, "describe_log_dirs"),
+    _route(34, 1, 2, "alter_replica_log_dirs"),
     _route(61, 0, 0, "describe_producers"),
 )

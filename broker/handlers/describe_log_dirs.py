@@ -1,11 +1,13 @@
 """DescribeLogDirs (key 35), v1-5: this broker's log directories and what they hold.
 
 Behaviour, as Apache Kafka 4.4:
-- One result per configured log directory (absolute path), error NONE, listing each
-  topic with the partitions asked for (``topics`` null: every hosted partition; an
-  empty list: none) and their size in bytes (all segments), offset lag 0 and
-  ``is_future_key`` false (no replica is moving between directories). Topics with no
-  listed partition are left out; partitions whose log is offline are left out.
+- One result per configured log directory (absolute path, in ``log.dirs`` order),
+  error NONE, listing each topic with the partitions asked for (``topics`` null: every
+  hosted partition; an empty list: none) and their size in bytes (all segments),
+  offset lag 0. A partition moving to another directory (AlterReplicaLogDirs) is also
+  listed there, with ``is_future_key`` true and, as offset lag, how far its future log
+  is behind the current one. Topics with no listed partition are left out; partitions
+  whose log is offline are left out.
 - v4+: total and usable bytes of the directory's file system (``os.statvfs``; -1 when
   it cannot be read, the schema's "unknown"). v5: ``is_cordoned`` false.
 
@@ -69,6 +71,17 @@ def handle(
                 partition_index=partition, partition_size=log.size, offset_lag=0
             )
         )
+        future = manager.future_log(topic, partition)
+        future_dir = manager.future_log_dir_of(topic, partition)
+        if future is not None and future_dir is not None:
+            by_dir[future_dir].setdefault(topic, []).append(
+                DescribeLogDirsPartition(
+                    partition_index=partition,
+                    partition_size=future.size,
+                    offset_lag=max(0, log.log_end_offset - future.log_end_offset),
+                    is_future_key=True,
+                )
+            )
     results = []
     for log_dir, topics in by_dir.items():
         total, usable = disk_space(log_dir)

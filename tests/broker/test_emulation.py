@@ -35,7 +35,7 @@ RELEASES = sorted(CAPTURED_FROM)
 
 #: Where emulating 3.9 must advertise a higher minimum than 3.9 did: the versions KIP-896
 #: removed from the 4.x specs, which millpond has no codecs for (broker/emulation.py).
-NOT_SERVABLE = {"3.9": {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 32: 1, 35: 1}}
+NOT_SERVABLE = {"3.9": {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 32: 1, 34: 1, 35: 1}}
 #: Probes a real release answered but an emulating millpond closes: 3.9 serves Produce v2.
 DEVIATIONS = {("3.9", "produce_v2")}
 

@@ -38,11 +38,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _reference(
-    tmp_path_factory: pytest.TempPathFactory, name: str, config: dict[str, str] | None = None
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    config: dict[str, str] | None = None,
+    log_dirs: int = 1,
 ) -> Iterator[RunningBroker]:
     missing = ""
     try:
-        broker = start_broker(tmp_path_factory.mktemp(name), config=config)
+        broker = start_broker(tmp_path_factory.mktemp(name), config=config, log_dirs=log_dirs)
     except KafkaNotInstalledError as exc:
         missing = str(exc)
     if missing:
@@ -108,6 +111,22 @@ def strict_millpond_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Itera
     work = tmp_path_factory.mktemp("strict-millpond")
     _MATRIX.traces.append(work / "trace.jsonl")
     with millpond_server(work, *overrides, trace=work / "trace.jsonl") as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="module")
+def jbod_reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
+    """Like ``reference_kafka``, with two log directories (for moves between them)."""
+    yield from _reference(tmp_path_factory, "jbod-reference-kafka", REFERENCE_CONFIGS, 2)
+
+
+@pytest.fixture(scope="module")
+def jbod_millpond_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Like ``millpond_bootstrap``, with two log directories."""
+    work = tmp_path_factory.mktemp("jbod-millpond")
+    dirs = f"log.dirs={work / 'data'},{work / 'data-2'}"
+    overrides = [f"{k}={v}" for k, v in SESSION_BROKER_CONFIGS.items()]
+    with millpond_server(work, dirs, *overrides) as bootstrap:
         yield bootstrap
 
 

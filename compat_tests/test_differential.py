@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.differential import sequences, sequences_groups, sequences_offsets
+from compat_tests.differential import (
+    sequences,
+    sequences_groups,
+    sequences_log_dirs,
+    sequences_offsets,
+)
 from compat_tests.differential.compare import assert_same
 from compat_tests.differential.group_helpers import join_request
 from compat_tests.differential.normalize import normalize
@@ -47,7 +52,8 @@ def test_enough_sequences() -> None:
 
 
 def test_sequence_names_unique() -> None:
-    assert len({name for name, _ in ALL}) == len(ALL)
+    names = [name for name, _ in [*ALL, *sequences_log_dirs.ALL]]
+    assert len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +67,18 @@ def test_sequence_names_unique() -> None:
 )
 def test_differential(name: str, reference_kafka: RunningBroker, millpond_bootstrap: str) -> None:
     check_sequence(name, reference_kafka.bootstrap, millpond_bootstrap)
+
+
+@pytest.mark.parametrize("name", [name for name, _ in sequences_log_dirs.ALL])
+def test_differential_on_two_log_dirs(
+    name: str, jbod_reference_kafka: RunningBroker, jbod_millpond_bootstrap: str
+) -> None:
+    """The sequences that move partitions between log directories, on brokers with two."""
+    fn = dict(sequences_log_dirs.ALL)[name]
+    on_kafka, on_millpond = run_both(
+        fn, name, jbod_reference_kafka.bootstrap, jbod_millpond_bootstrap
+    )
+    assert_same(normalize(on_kafka, SERVED), normalize(on_millpond, SERVED), name)
 
 
 def no_coordinator_yet(s: Session) -> None:

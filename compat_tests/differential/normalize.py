@@ -34,9 +34,9 @@ The rules, by field name (to_data() keys are the schema's field names):
   makes a member id up (Kafka: the client id or group instance id, a dash and a random UUID).
   A sequence records each member's id (its MEMBER_ID_REQUIRED or first JoinGroup answer)
   before a member list names it, so the numbering does not depend on the order of a list.
-- ``log_dir`` -> ``<log-dir>``, ``total_bytes`` / ``usable_bytes`` (>= 0) -> ``<bytes>``: the
-  brokers' data directories and their file systems. Partition sizes stay: both store the same
-  batches byte for byte.
+- ``log_dir`` -> ``<log-dir-N>`` (numbered as first seen), ``total_bytes`` / ``usable_bytes``
+  (>= 0) -> ``<bytes>``: the brokers' data directories and their file systems. Partition
+  sizes stay: both store the same batches byte for byte.
 - ``records`` (bytes) -> the batches decoded: every v2 header field, each record's offset,
   timestamp, key, value and headers. The CRC is replaced by whether it checks: it covers only
   what the producer wrote (and LogAppendTime), so comparing the decoded fields says more than
@@ -162,7 +162,7 @@ class Normalizer:
         if (key == "member_id" or (key == "leader" and api == "JoinGroup")) and value:
             return self.placeholder("member-id", value)
         if key == "log_dir" and value:
-            return "<log-dir>"
+            return self.placeholder("log-dir", value)
         if key in ("total_bytes", "usable_bytes") and isinstance(value, int) and value >= 0:
             return "<bytes>"
         if key == "records" and isinstance(value, bytes | bytearray):

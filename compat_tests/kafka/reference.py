@@ -202,9 +202,12 @@ def free_port() -> int:
         return port
 
 
-def server_properties(ports: Ports, log_dir: Path, extra: Mapping[str, str]) -> str:
+def server_properties(
+    ports: Ports, log_dir: Path, extra: Mapping[str, str], more_log_dirs: Sequence[Path] = ()
+) -> str:
     """server.properties for a one-node cluster that auto-creates topics and has every
-    internal topic at replication factor 1 (a single broker could not satisfy 3)."""
+    internal topic at replication factor 1 (a single broker could not satisfy 3);
+    ``more_log_dirs`` follow ``log_dir`` in log.dirs (the metadata log stays in the first)."""
     return "\n".join(
         [
             "process.roles=broker,controller",
@@ -219,7 +222,7 @@ def server_properties(ports: Ports, log_dir: Path, extra: Mapping[str, str]) -> 
             "inter.broker.listener.name=INTERNAL",
             "controller.listener.names=CONTROLLER",
             f"controller.quorum.bootstrap.servers=127.0.0.1:{ports.adv_controller}",
-            f"log.dirs={log_dir}",
+            f"log.dirs={','.join(str(d) for d in (log_dir, *more_log_dirs))}",
             "num.partitions=1",
             "auto.create.topics.enable=true",
             "offsets.topic.replication.factor=1",
@@ -284,8 +287,16 @@ class RunningBroker:
     ends, so even a killed test run leaves no Kafka behind: launch it from a long-lived thread.
     """
 
-    def __init__(self, work_dir: Path, ports: Ports, classpath: str, ready_timeout: float) -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        ports: Ports,
+        classpath: str,
+        ready_timeout: float,
+        log_dir_count: int = 1,
+    ) -> None:
         self.work_dir = work_dir
+        self.log_dir_count = log_dir_count
         self.ports = ports
         self.classpath = classpath
         self.ready_timeout = ready_timeout
@@ -302,6 +313,12 @@ class RunningBroker:
     def log_dir(self) -> Path:
         """The broker's log.dirs: where partition directories live."""
         return self.work_dir / "data"
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every directory of log.dirs: ``log_dir``, then ``data-2``, ``data-3``, ..."""
+        more = [self.work_dir / f"data-{i}" for i in range(2, self.log_dir_count + 1)]
+        return [self.log_dir, *more]
 
     @property
     def running(self) -> bool:
@@ -411,19 +428,23 @@ def start_broker(
     config: Mapping[str, str] | None = None,
     extra_classpath: Sequence[str | Path] = (),
     ready_timeout: float = 120.0,
+    log_dirs: int = 1,
 ) -> RunningBroker:
     """Format a KRaft data directory in ``work_dir`` (which must not hold one yet) and start a
     one-node Kafka 4.4 on loopback; returns once it serves requests.
 
     ``ports`` defaults to free loopback ports; ``config`` adds or overrides server.properties
-    lines; ``extra_classpath`` adds classes (e.g. a metrics reporter). Raises
+    lines; ``extra_classpath`` adds classes (e.g. a metrics reporter); ``log_dirs`` is how
+    many directories log.dirs names (JBOD: partitions spread over them). Raises
     KafkaNotInstalledError when the jars are missing, and stops the JVM on any failure.
     """
     classpath = kafka_classpath(*extra_classpath)
     work_dir.mkdir(parents=True, exist_ok=True)
     ports = ports or Ports.loopback()
-    broker = RunningBroker(work_dir, ports, classpath, ready_timeout)
-    broker.properties.write_text(server_properties(ports, broker.log_dir, config or {}))
+    broker = RunningBroker(work_dir, ports, classpath, ready_timeout, log_dirs)
+    broker.properties.write_text(
+        server_properties(ports, broker.log_dir, config or {}, broker.log_dirs[1:])
+    )
     # "--cluster-id=ID", not "-t ID": an id may start with "-" (base64url), which the
     # tool's argument parser would take for an option.
     args = [

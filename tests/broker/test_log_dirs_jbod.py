@@ -146,3 +146,53 @@ def test_errors_are_kafkas() -> None:
         _make_topic(client, "nope", 1)
         _fill(broker, "nope", 0, 1)
         assert broker.log_manager.log_dir_of("nope", 0) == d1
+
+
+def _idempotent(pid: int, seq: int) -> memoryview:
+    records = [NewRecord(key=b"k", value=b"v%d" % seq, timestamp=1_000)]
+    return memoryview(build_batch(records, producer_id=pid, producer_epoch=0, base_sequence=seq))
+
+
+def test_producer_state_carries_over_a_move() -> None:
+    """A retried batch of an idempotent producer is still a duplicate after its partition
+    moved, and the next sequence number is still the one expected."""
+    with jbod_broker() as (broker, (d0, d1)):
+        client = Client(broker.port)
+        _make_topic(client, "t", 1)
+        topic = broker.image.topic("t")
+        assert topic is not None
+        first = broker.replicas.append(topic, 0, _idempotent(7, 0))
+        assert first.error == ErrorCode.NONE
+        assert _alter(client, [(d1, "t", [0])]) == {("t", 0): ErrorCode.NONE}
+        run_on_loop(broker, broker.maintenance.move_logs())
+        assert broker.log_manager.log_dir_of("t", 0) == d1
+        again = broker.replicas.append(topic, 0, _idempotent(7, 0))
+        assert again.duplicate and again.info is not None and first.info is not None
+        assert again.info.first_offset == first.info.first_offset
+        skipped = broker.replicas.append(topic, 0, _idempotent(7, 2))
+        assert skipped.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert broker.replicas.append(topic, 0, _idempotent(7, 1)).error == ErrorCode.NONE
+
+
+def test_a_move_interrupted_by_a_restart_resumes() -> None:
+    with tempfile.TemporaryDirectory(prefix="millpond-jbod-") as root:
+        dirs = [os.path.join(root, f"d{i}") for i in range(2)]
+        config = build_config({"node.id": "1", "log.dirs": ",".join(dirs)}, env={})[0]
+        with running_broker(data_dir=dirs[0], log_dirs=dirs, config=config) as broker:
+            client = Client(broker.port)
+            _make_topic(client, "t", 1)
+            _fill(broker, "t", 0, 6)
+
+            async def start_only() -> None:  # the move created, not run
+                broker.log_manager.alter_log_dir("t", 0, dirs[1])
+
+            run_on_loop(broker, start_only())
+        future = [n for n in os.listdir(dirs[1]) if n.endswith("-future")]
+        assert len(future) == 1 and "t-0" in os.listdir(dirs[0])
+        with running_broker(data_dir=dirs[0], log_dirs=dirs, config=config) as broker:
+            run_on_loop(broker, broker.maintenance.move_logs())  # done, if not done yet
+            assert broker.log_manager.moving() == []
+            assert broker.log_manager.log_dir_of("t", 0) == dirs[1]
+            log = broker.log_manager.get_log("t", 0)
+            assert log is not None and log.log_end_offset == 6
+            assert "t-0" not in os.listdir(dirs[0]) and "t-0" in os.listdir(dirs[1])

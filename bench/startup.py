@@ -82,6 +82,10 @@ def compile_millpond(root: Path = ROOT) -> None:
     folders = setuptools.get("package-dir", {"millpond": "millpond"}).values()
     for folder in sorted(set(folders)):
         compileall.compile_dir((root / folder).resolve(), quiet=1)
+        # compileall skips linked folders (how such a checkout's millpond/ held its layers).
+        for entry in sorted((root / folder).iterdir()):
+            if entry.is_symlink() and entry.is_dir():
+                compileall.compile_dir(entry.resolve(), quiet=1)
 
 
 def check_out(ref: str, into: Path) -> Path:

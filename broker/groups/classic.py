@@ -231,6 +231,22 @@ class ClassicGroup:
         if member_id not in self.members:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
 
+    def generation_error(
+        self, member_id: str, instance_id: str | None, generation_id: int
+    ) -> int | None:
+        """What SyncGroup and Heartbeat check first, in Kafka's order: a dead group
+        (COORDINATOR_NOT_AVAILABLE), the member (:meth:`validate_member`), its generation
+        (ILLEGAL_GENERATION); None when all hold."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        try:
+            self.validate_member(member_id, instance_id)
+        except GroupError as exc:
+            return exc.code
+        if generation_id != self.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
     # -- join phase ----------------------------------------------------------------------
 
     def awaiting_join_count(self) -> int:

@@ -481,14 +481,11 @@ class Membership(ShardState):
             )
 
     def _validate_sync(self, group: ClassicGroup, request: SyncGroupRequest) -> int | None:
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            group.validate_member(request.member_id, request.group_instance_id)
-        except GroupError as exc:
-            return exc.code
-        if request.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        error = group.generation_error(
+            request.member_id, request.group_instance_id, request.generation_id
+        )
+        if error is not None:
+            return error
         if _inconsistent(request.protocol_type, group.protocol_type) or _inconsistent(
             request.protocol_name, group.protocol_name
         ):
@@ -548,14 +545,11 @@ class Membership(ShardState):
         group = self.groups.get(request.group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            group.validate_member(request.member_id, request.group_instance_id)
-        except GroupError as exc:
-            return exc.code
-        if request.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        error = group.generation_error(
+            request.member_id, request.group_instance_id, request.generation_id
+        )
+        if error is not None:
+            return error
         if group.state is GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[request.member_id]

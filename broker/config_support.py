@@ -14,6 +14,7 @@ what to set instead:
 - ``controller.quorum.bootstrap.servers``: unset, or entries naming this node's controller
   listeners (by port), as Kafka's own ``config/server.properties`` sets it.
 - ``authorizer.class.name``: unset or empty (every request is allowed).
+- ``cordoned.log.dirs``: unset or empty (every log dir takes new partitions).
 - ``ssl.*`` and ``sasl.*`` (also under ``listener.name.NAME.``): not set at all.
 - ``listeners``: every listener PLAINTEXT, controller listeners included; the
   ``listener.security.protocol.map`` may still list SSL and SASL names that no listener
@@ -93,6 +94,14 @@ def check_supported(
             str(authorizer),
             "has no authorizer (every request is allowed)",
             "remove authorizer.class.name",
+        )
+    cordoned = strs(values["cordoned.log.dirs"])
+    if cordoned:
+        raise _refuse(
+            "cordoned.log.dirs",
+            ",".join(cordoned),
+            "places new partitions on every directory of log.dirs (none is cordoned)",
+            "remove cordoned.log.dirs",
         )
     for key in static:
         if _SECURITY.match(key):

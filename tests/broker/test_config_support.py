@@ -29,6 +29,7 @@ COMBINED = {
         {**COMBINED, "controller.quorum.bootstrap.servers": "localhost:9093"},
         {**COMBINED, "controller.quorum.bootstrap.servers": "127.0.0.1:9093,[::1]:9093"},
         {"authorizer.class.name": ""},
+        {"cordoned.log.dirs": ""},
         {"group.coordinator.rebalance.protocols": " classic "},
         {"security.inter.broker.protocol": "PLAINTEXT"},
         # SSL and SASL names no listener uses (Kafka's default map lists them all)
@@ -59,6 +60,8 @@ def test_what_runs_is_accepted(props: dict[str, str]) -> None:
         ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
          "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
          "remove authorizer.class.name"),
+        ({"cordoned.log.dirs": "/a,/b"}, "cordoned.log.dirs", "/a,/b",
+         "remove cordoned.log.dirs"),
         ({"ssl.keystore.location": "/k"}, "ssl.keystore.location", None, "remove"),
         ({"sasl.enabled.mechanisms": "SCRAM-SHA-512"}, "sasl.enabled.mechanisms", None, "remove"),
         ({"sasl.mechanism.controller.protocol": "SCRAM-SHA-256"},

@@ -26,7 +26,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -452,6 +451,19 @@ public final class ClientDriver {
         }
     }
 
+    /** Whether ListTopics names {@code topic}, polled for up to 15 s until the answer is
+     *  {@code expected}: a broker applies a topic's creation or deletion from the metadata log
+     *  a little after the controller acknowledged it, so Kafka may list a deleted topic once. */
+    static boolean listed(Admin admin, String topic, boolean expected) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        boolean listed = get(admin.listTopics().names()).contains(topic);
+        while (listed != expected && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            listed = get(admin.listTopics().names()).contains(topic);
+        }
+        return listed;
+    }
+
     static <T> T get(org.apache.kafka.common.KafkaFuture<T> future) throws Exception {
         return future.get(CALL_TIMEOUT_S, TimeUnit.SECONDS);
     }
@@ -486,8 +498,7 @@ public final class ClientDriver {
                 NewTopic t = new NewTopic(topic, 3, (short) 1)
                         .configs(Map.of("retention.ms", "86400000", "max.message.bytes", "500000"));
                 get(admin.createTopics(List.of(t)).all());
-                Set<String> names = get(admin.listTopics().names());
-                emit("event", "admin", "step", "createTopics", "listed", names.contains(topic));
+                emit("event", "admin", "step", "createTopics", "listed", listed(admin, topic, true));
             });
             step("describeConfigs", () -> emit("event", "admin", "step", "describeConfigs",
                     "configs", configs(admin, topic, described)));
@@ -588,8 +599,7 @@ public final class ClientDriver {
             });
             step("deleteTopics", () -> {
                 get(admin.deleteTopics(List.of(topic)).all());
-                Set<String> names = get(admin.listTopics().names());
-                emit("event", "admin", "step", "deleteTopics", "listed", names.contains(topic));
+                emit("event", "admin", "step", "deleteTopics", "listed", listed(admin, topic, false));
             });
         }
     }

@@ -16,6 +16,10 @@ are refused:
   answered normally. A request for every topic leaves refused ones out without a word.
 - DescribeLogDirs needs DESCRIBE on the cluster; refused, it answers no log dirs and
   CLUSTER_AUTHORIZATION_FAILED.
+- ListConfigResources needs DESCRIBE_CONFIGS on the cluster; refused, it lists nothing
+  and answers CLUSTER_AUTHORIZATION_FAILED.
+- AlterReplicaLogDirs needs ALTER on the cluster; refused, every partition it names is
+  answered CLUSTER_AUTHORIZATION_FAILED and nothing moves.
 - ApiVersions needs nothing (a client must learn versions before anything else).
 
 Every other API needs ALL on the cluster until its own actions are written here, and a
@@ -155,6 +159,10 @@ class RequestGuard:
                 return self._metadata(ctx, request)
             if api_key == 35:
                 return self._describe_log_dirs(ctx, request)
+            if api_key == 74:
+                return self._list_config_resources(ctx)
+            if api_key == 34:
+                return self._alter_replica_log_dirs(ctx, request)
         self._whole(api_key, ctx)
         return None
 
@@ -165,9 +173,7 @@ class RequestGuard:
         from millpond.broker.dispatch import CloseConnection  # noqa: PLC0415 (a cycle)
         from millpond.wire import APIS  # noqa: PLC0415
 
-        if not all(
-            self._allowed(ctx, [Action(AclOperation.ALL, ResourceType.CLUSTER, CLUSTER_NAME)])
-        ):
+        if not self._on_cluster(ctx, AclOperation.ALL):
             raise CloseConnection(f"{ctx.principal} may not send {APIS[api_key].name}")
 
     def _metadata(self, ctx: RequestContext, request: Any) -> Message | Verdict:
@@ -232,9 +238,11 @@ class RequestGuard:
         response.topics = [t for t, ok in zip(topics, verdicts, strict=True) if ok]
         return response
 
+    def _on_cluster(self, ctx: RequestContext, operation: AclOperation) -> bool:
+        return all(self._allowed(ctx, [Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)]))
+
     def _describe_log_dirs(self, ctx: RequestContext, request: Any) -> Message | Verdict:
-        cluster = Action(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
-        if all(self._allowed(ctx, [cluster])):
+        if self._on_cluster(ctx, AclOperation.DESCRIBE):
             return None
         from millpond.wire.generated.api.describe_log_dirs_response import (  # noqa: PLC0415
             DescribeLogDirsResponse,
@@ -242,6 +250,39 @@ class RequestGuard:
 
         return DescribeLogDirsResponse(
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
+
+    def _list_config_resources(self, ctx: RequestContext) -> Message | Verdict:
+        if self._on_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+            return None
+        from millpond.wire.generated.api.list_config_resources_response import (  # noqa: PLC0415
+            ListConfigResourcesResponse,
+        )
+
+        return ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+    def _alter_replica_log_dirs(self, ctx: RequestContext, request: Any) -> Message | Verdict:
+        if self._on_cluster(ctx, AclOperation.ALTER):
+            return None
+        from millpond.wire.generated.api.alter_replica_log_dirs_response import (  # noqa: PLC0415
+            AlterReplicaLogDirPartitionResult,
+            AlterReplicaLogDirsResponse,
+            AlterReplicaLogDirTopicResult,
+        )
+
+        refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return AlterReplicaLogDirsResponse(
+            results=[
+                AlterReplicaLogDirTopicResult(
+                    topic_name=topic.name,
+                    partitions=[
+                        AlterReplicaLogDirPartitionResult(partition_index=p, error_code=refused)
+                        for p in topic.partitions
+                    ],
+                )
+                for directory in request.dirs  # one result per topic of each dir, as Kafka's
+                for topic in directory.topics
+            ]
         )
 
 

@@ -116,6 +116,11 @@ class BrokerRegistration(NamedTuple):
     supported_features: tuple[tuple[str, int, int], ...] = ()
     log_dirs: tuple[bytes, ...] = ()
 
+    def endpoint(self, listener: str) -> BrokerEndpoint | None:
+        """Where clients of ``listener`` reach this broker (Kafka answers each client with
+        the endpoints of the listener it came in on); None if it has no such listener."""
+        return next((e for e in self.endpoints if e.name == listener), None)
+
 
 class PartitionRegistration(NamedTuple):
     replicas: tuple[int, ...]

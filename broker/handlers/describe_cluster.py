@@ -26,7 +26,7 @@ from millpond.wire.generated.api.describe_cluster_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 BROKERS, CONTROLLERS = 1, 2
 # Kafka's AclOperation codes a CLUSTER supports: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
@@ -35,7 +35,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeClusterRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
     version = ctx.api_version
     wanted = request.endpoint_type if version >= 1 else BROKERS
@@ -62,7 +62,7 @@ def handle(
         )
         for b in sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
         if fenced_too or not b.fenced
-        for e in [e for e in b.endpoints if e.name == ctx.listener.name][:1]
+        if (e := b.endpoint(ctx.listener.name)) is not None
     ]
     listed = {b.broker_id for b in brokers if not b.is_fenced}
     response = DescribeClusterResponse(

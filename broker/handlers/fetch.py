@@ -73,7 +73,7 @@ from millpond.wire.generated.api.fetch_response import (
 from millpond.wire.splice import Spliced
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
     from millpond.controller.image import MetadataImage, TopicImage
 
 FETCH_MAX_BYTES = 55 * 1024 * 1024  # fetch.max.bytes
@@ -81,10 +81,10 @@ READ_COMMITTED = 1
 _NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 _LEADER_ERRORS = (_NOT_LEADER, ErrorCode.FENCED_LEADER_EPOCH)
 
-_caches: weakref.WeakKeyDictionary[Broker, FetchSessionCache] = weakref.WeakKeyDictionary()
+_caches: weakref.WeakKeyDictionary[BrokerServer, FetchSessionCache] = weakref.WeakKeyDictionary()
 
 
-def session_cache(broker: Broker) -> FetchSessionCache:
+def session_cache(broker: BrokerServer) -> FetchSessionCache:
     """The broker's fetch session cache (made on first use)."""
     cache = _caches.get(broker)
     if cache is None:
@@ -115,7 +115,7 @@ class _Read(NamedTuple):
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: FetchRequest
+    broker: BrokerServer, ctx: RequestContext, request: FetchRequest
 ) -> FetchResponse | Awaitable[FetchResponse]:
     version = ctx.api_version
     names = _Names(broker.image)
@@ -154,7 +154,10 @@ def handle(
         names=names,
     )
     max_bytes = min(request.max_bytes, FETCH_MAX_BYTES)
-    fetch = _Fetch(broker, version, context, replica_id >= 0, request.isolation_level, max_bytes)
+    fetch = _Fetch(
+        broker, version, context, replica_id >= 0, request.isolation_level, max_bytes,
+        ctx.listener.name,
+    )  # fmt: skip
     reads, failed = fetch.read()
     min_bytes = min(request.min_bytes, max_bytes)
     if request.max_wait_ms <= 0 or not reads or fetch.complete(reads, min_bytes):
@@ -204,14 +207,17 @@ async def _long_poll(delayed: DelayedFetch, reads: list[_Read]) -> FetchResponse
 class _Fetch:
     def __init__(
         self,
-        broker: Broker,
+        broker: BrokerServer,
         version: int,
         context: FetchContext,
         follower: bool,
         isolation_level: int,
         max_bytes: int,
+        listener: str,
     ) -> None:
         self.broker = broker
+        #: The request's listener: leaders are named by their endpoints on it.
+        self.listener = listener
         self.version = version
         self.context = context
         self.partitions = list(context.partitions())
@@ -349,8 +355,8 @@ class _Fetch:
                 leader_id=registration.leader, leader_epoch=registration.leader_epoch
             )
             broker = image.brokers.get(registration.leader)
-            if broker is not None and broker.endpoints:
-                endpoint = broker.endpoints[0]
+            endpoint = broker.endpoint(self.listener) if broker is not None else None
+            if broker is not None and endpoint is not None:
                 nodes[broker.broker_id] = NodeEndpoint(
                     node_id=broker.broker_id,
                     host=endpoint.host,

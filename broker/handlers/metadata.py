@@ -33,13 +33,13 @@ from millpond.wire.generated.api.metadata_response import (
 from millpond.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: MetadataRequest
+    broker: BrokerServer, ctx: RequestContext, request: MetadataRequest
 ) -> MetadataResponse | Coroutine[Any, Any, MetadataResponse]:
     image = broker.image
     version = ctx.api_version
@@ -77,14 +77,17 @@ def handle(
 
 
 def _response(
-    broker: Broker, ctx: RequestContext, image: MetadataImage, topics: list[MetadataResponseTopic]
+    broker: BrokerServer,
+    ctx: RequestContext,
+    image: MetadataImage,
+    topics: list[MetadataResponseTopic],
 ) -> MetadataResponse:
     host, port = broker.advertised_on(ctx.listener)
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=e.host, port=e.port, rack=b.rack)
         for b in image.brokers.values()
         if not b.fenced
-        for e in [e for e in b.endpoints if e.name == ctx.listener.name][:1]
+        if (e := b.endpoint(ctx.listener.name)) is not None
     ] or [MetadataResponseBroker(node_id=broker.node_id, host=host, port=port)]
     return MetadataResponse(
         brokers=brokers,
@@ -101,7 +104,7 @@ def _unknown(name: str) -> MetadataResponseTopic:
 
 
 async def _created(
-    broker: Broker,
+    broker: BrokerServer,
     ctx: RequestContext,
     topics: list[MetadataResponseTopic],
     missing: list[tuple[int, str]],

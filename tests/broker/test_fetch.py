@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from millpond.broker.config import build_config
 from millpond.broker.node import Broker
+from millpond.broker.server import plan_listeners
 from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.controller.replication_control import CreatableTopic
 from millpond.controller.results import ControllerResult
@@ -293,6 +295,27 @@ def test_leader_epochs_are_checked(broker: Broker) -> None:
     assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (1, 1)
     [node] = response.node_endpoints
     assert (node.node_id, node.port) == (1, broker.port)
+
+
+def test_the_leader_is_named_by_its_endpoint_on_the_requests_listener() -> None:
+    props = {
+        "node.id": "1",
+        "log.dirs": "/unused",
+        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+    }
+    config = build_config(props, env={})[0]
+    plans = plan_listeners(config.listeners, config.advertised_listeners, ())
+    with running_broker(listeners=tuple(plans)) as broker:
+        topic_id = create_topic(broker, "t")
+        bump_leader_epoch(broker, "t", 0)
+        ports = {s.listener.name: s.port for s in broker.listeners.servers}
+        for name in ("PLAINTEXT", "INTERNAL"):
+            request = fetch_request([("t", topic_id, 0, 0)])
+            request.topics[0].partitions[0].current_leader_epoch = 0
+            response = fetch(Client(ports[name]), request, 16)
+            assert partitions(response)[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
+            assert [(n.node_id, n.port) for n in response.node_endpoints] == [(1, ports[name])]
 
 
 def test_last_fetched_epoch_reports_divergence(broker: Broker) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import threading
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from bench.embedded import one_round
 from millpond.broker.config import ConfigError
 from millpond.testing import TopicError, async_broker, broker
+from millpond.testing.embedded import MEMORY_DATA_DIR
 
 
 def _embedded_threads() -> list[threading.Thread]:
@@ -103,14 +105,21 @@ def test_data_outlives_the_broker_in_a_directory_of_yours(tmp_path: Path) -> Non
         assert second.port != 0
 
 
-def test_an_in_memory_broker_writes_no_files(tmp_path: Path) -> None:
-    before = set(Path("/tmp").iterdir())
+def test_an_in_memory_broker_writes_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Temporary files of this process go to a directory of the test's own, so another
+    # process writing to /tmp meanwhile cannot be mistaken for the broker.
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    monkeypatch.chdir(tmp_path)
     with broker(in_memory=True) as running:
         _produce(running.bootstrap_servers, "mem", [(b"k", b"v")])
         assert [r.value for r in running.records("mem")] == [b"v"]
-        assert not Path("/millpond-data").exists()
-    created = {p for p in set(Path("/tmp").iterdir()) - before if p.name.startswith("millpond-")}
-    assert not created
+        assert not Path(MEMORY_DATA_DIR).exists()
+    assert list(private.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["tmp"]
 
 
 def test_the_async_broker_serves_aiokafka_on_the_callers_loop() -> None:

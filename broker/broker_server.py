@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from millpond.broker.config import BrokerConfig
 from millpond.broker.context import DEFAULT_LISTENER
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from millpond.broker.control.http import ControlServer
     from millpond.broker.control.service import BrokerControl
     from millpond.broker.metadata_publisher import BrokerMetadataPublisher
-    from millpond.broker.node import Broker
     from millpond.broker.server import KafkaConnection
     from millpond.controller.channel import ControllerChannel, MetadataFeed
 
@@ -114,14 +113,11 @@ class BrokerServer:
         )
         self._publisher: BrokerMetadataPublisher | None = None
         metadata.register_listener(self)
-        # What the server, the handlers and the services are given: the node, this role
-        # with whatever runs beside it (see :mod:`millpond.broker.node`).
-        node = cast("Broker", self)
         self.connections: set[KafkaConnection] = set()
         # One server per listener (``from_config``: every one of ``listeners``), each with
         # its routes; without a config, one PLAINTEXT listener at host:port.
         self.listeners = Listeners(
-            node,
+            self,
             listeners or (ListenerPlan(DEFAULT_LISTENER, host, port, advertised),),
             emulate(routes, self.config.get(EMULATE_KEY)),
             max_frame_size=max_request_bytes,
@@ -136,8 +132,8 @@ class BrokerServer:
         )
         self.server = self.listeners.primary
         self.dispatcher: Dispatcher = self.server.dispatcher
-        self.maintenance = Maintenance(node)
-        self.groups = GroupService(node)
+        self.maintenance = Maintenance(self)
+        self.groups = GroupService(self)
         self._control: BrokerControl | None = None
         self.control_server: ControlServer | None = None
 
@@ -198,7 +194,7 @@ class BrokerServer:
         if self._control is None:
             from millpond.broker.control.service import BrokerControl  # noqa: PLC0415
 
-            self._control = BrokerControl(cast("Broker", self))
+            self._control = BrokerControl(self)
         return self._control
 
     @property

@@ -37,11 +37,11 @@ from millpond.wire.splice import SplicingWriter
 
 if TYPE_CHECKING:
     from millpond.broker.authorization import Authorizer, Narrowed, RequestGuard, Topics
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 HandlerResult = Message | Awaitable[Message | None] | None
-Handler = Callable[["Broker", RequestContext, Any], HandlerResult]
+Handler = Callable[["BrokerServer", RequestContext, Any], HandlerResult]
 
 
 class Route(NamedTuple):

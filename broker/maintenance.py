@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 log = logging.getLogger("millpond.broker")
 
@@ -62,7 +62,7 @@ def _periodic(name: str, interval_ms: int, work: Callable[[], object]) -> asynci
 
 
 class Maintenance:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
         self._tasks: list[asyncio.Task[None]] = []
         self._cleaner: asyncio.Task[None] | None = None

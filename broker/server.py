@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from millpond.broker.authorization import Authorizer
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.config_defs_listeners import Listener
     from millpond.broker.control.faults import FaultRule
-    from millpond.broker.node import Broker
     from millpond.controller.image import BrokerEndpoint
 
 log = logging.getLogger("millpond.broker")
@@ -47,7 +47,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(
         self,
-        broker: Broker,
+        broker: BrokerServer,
         dispatcher: Dispatcher,
         max_frame_size: int,
         buffer_sizes: tuple[int, int] = (-1, -1),
@@ -206,7 +206,7 @@ class KafkaServer:
 
     def __init__(
         self,
-        broker: Broker,
+        broker: BrokerServer,
         dispatcher: Dispatcher,
         host: str,
         port: int,
@@ -325,7 +325,7 @@ def plan_listeners(
 class _BrokerTopics:
     """The broker's topics, as the authorization hook asks about them."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
 
     def name_of(self, topic_id: bytes) -> str | None:
@@ -342,7 +342,7 @@ class Listeners:
 
     def __init__(
         self,
-        broker: Broker,
+        broker: BrokerServer,
         plans: Sequence[ListenerPlan],
         routes: Sequence[Route],
         *,

@@ -23,7 +23,7 @@ from millpond.wire.errors import ErrorCode
 from millpond.wire.message import uuid_to_str
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 class ControlError(ValueError):
@@ -31,7 +31,7 @@ class ControlError(ValueError):
 
 
 class BrokerControl:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
         self.faults = FaultPlan()
 

@@ -42,8 +42,8 @@ from millpond.wire.exceptions import DecodeError
 from millpond.wire.records import NewRecord, build_batch, iter_batches
 
 if TYPE_CHECKING:
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.groups.coordinator import GroupCoordinator, Record
-    from millpond.broker.node import Broker
 
 log = logging.getLogger("millpond.groups")
 
@@ -58,7 +58,7 @@ Runtime = CoordinatorRuntime["GroupCoordinator", "Record"]
 class OffsetsPartitions:
     """``__consumer_offsets`` through the replica manager, as the runtime writes it."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
 
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> int:
@@ -87,7 +87,7 @@ class OffsetsPartitions:
 
 
 class GroupService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServer) -> None:
         self._broker = broker
         self.partitions = broker.config.offsets_topic_num_partitions
         self._runtime: Runtime | None = None

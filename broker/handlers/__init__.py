@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from millpond.broker.dispatch import Handler, HandlerResult, Route
 
 if TYPE_CHECKING:
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.context import RequestContext
-    from millpond.broker.node import Broker
 
 
 class LazyHandler:
@@ -34,7 +34,7 @@ class LazyHandler:
             self._handle = importlib.import_module(f"{__name__}.{self.module}").handle
         return self._handle
 
-    def __call__(self, broker: Broker, ctx: RequestContext, request: Any) -> HandlerResult:
+    def __call__(self, broker: BrokerServer, ctx: RequestContext, request: Any) -> HandlerResult:
         return (self._handle or self.load())(broker, ctx, request)
 
     def __repr__(self) -> str:

@@ -39,7 +39,7 @@ from millpond.wire.generated.api.alter_configs_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DELETE = 1
@@ -53,7 +53,7 @@ class Outcome:
 
 
 async def alter(
-    broker: Broker,
+    broker: BrokerServer,
     resources: Sequence[AlterConfigsResource],
     *,
     validate_only: bool,
@@ -86,7 +86,7 @@ async def alter(
     ]
 
 
-def _check(broker: Broker, resource: AlterConfigsResource, incremental: bool) -> ApiError:
+def _check(broker: BrokerServer, resource: AlterConfigsResource, incremental: bool) -> ApiError:
     names = [c.name for c in resource.configs]
     if len(names) != len(set(names)):
         return ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -137,7 +137,7 @@ def _check(broker: Broker, resource: AlterConfigsResource, incremental: bool) ->
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: AlterConfigsRequest
+    broker: BrokerServer, ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse:
     resources = [
         AlterConfigsResource(

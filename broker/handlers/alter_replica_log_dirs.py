@@ -34,7 +34,7 @@ from millpond.wire.generated.api.alter_replica_log_dirs_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 #: The longest directory name a file system takes (Kafka's check, KAFKA-4893).
 MAX_DIR_NAME = 255
@@ -43,7 +43,7 @@ _FUTURE_SUFFIX_LENGTH = 1 + 32 + len("-future")
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequest
+    broker: BrokerServer, ctx: RequestContext, request: AlterReplicaLogDirsRequest
 ) -> AlterReplicaLogDirsResponse:
     wanted: dict[tuple[str, int], str] = {}
     for log_dir in request.dirs:
@@ -70,7 +70,7 @@ def handle(
     )
 
 
-def alter(broker: Broker, topic: str, partition: int, path: str) -> ErrorCode:
+def alter(broker: BrokerServer, topic: str, partition: int, path: str) -> ErrorCode:
     """One partition's move to ``path`` (see the module docstring)."""
     manager = broker.log_manager
     if len(f"{topic}-{partition}") + _FUTURE_SUFFIX_LENGTH > MAX_DIR_NAME:

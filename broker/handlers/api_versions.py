@@ -31,13 +31,13 @@ from millpond.wire.generated.api.api_versions_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ApiVersionsRequest | None
+    broker: BrokerServer, ctx: RequestContext, request: ApiVersionsRequest | None
 ) -> ApiVersionsResponse:
     if request is None or ctx.unknown_api_versions:
         own = broker.dispatcher_on(ctx.listener).routes[18]

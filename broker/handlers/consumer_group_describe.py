@@ -21,11 +21,11 @@ from millpond.wire.generated.api.consumer_group_describe_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ConsumerGroupDescribeRequest
+    broker: BrokerServer, ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> ConsumerGroupDescribeResponse:
     del broker, ctx
     return ConsumerGroupDescribeResponse(

@@ -24,11 +24,11 @@ from millpond.wire.generated.api.consumer_group_heartbeat_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+    broker: BrokerServer, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse:
     del broker, ctx, request
     return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)

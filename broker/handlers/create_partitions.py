@@ -28,11 +28,11 @@ from millpond.wire.generated.api.create_partitions_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
+    broker: BrokerServer, ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
     counts: dict[str, int] = {}
     for t in request.topics:

@@ -41,13 +41,13 @@ from millpond.wire.generated.api.create_topics_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 METADATA_TOPIC = "__cluster_metadata"
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: CreateTopicsRequest
+    broker: BrokerServer, ctx: RequestContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse:
     topics: list[CreatableTopic] = []
     refused: list[CreatableTopicResult] = []
@@ -81,7 +81,7 @@ async def handle(
     return CreateTopicsResponse(topics=answers + refused)
 
 
-def _result(broker: Broker, version: int, result: CreateTopicResult) -> CreatableTopicResult:
+def _result(broker: BrokerServer, version: int, result: CreateTopicResult) -> CreatableTopicResult:
     answer = CreatableTopicResult(
         name=result.name,
         error_code=result.error.code,

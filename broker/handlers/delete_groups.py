@@ -25,11 +25,11 @@ from millpond.wire.generated.api.delete_groups_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DeleteGroupsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse | Awaitable[DeleteGroupsResponse]:
     service = broker.groups
     now = service.now_ms()

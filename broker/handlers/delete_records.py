@@ -32,14 +32,14 @@ from millpond.wire.generated.api.delete_records_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 HIGH_WATERMARK = -1
 INVALID_LOW_WATERMARK = -1
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse:
     by_topic: dict[str, list[DeleteRecordsPartitionResult]] = {}
     for t in request.topics:
@@ -59,7 +59,7 @@ def handle(
     )
 
 
-def _delete(broker: Broker, name: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
+def _delete(broker: BrokerServer, name: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
     topic = broker.image.topic(name)
     if topic is None or partition not in topic.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK

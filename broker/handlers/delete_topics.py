@@ -33,11 +33,11 @@ from millpond.wire.generated.api.delete_topics_response import (
 from millpond.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse:
     version = ctx.api_version
     given: list[tuple[str | None, bytes]] = (

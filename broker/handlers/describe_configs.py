@@ -45,7 +45,7 @@ from millpond.wire.generated.api.describe_configs_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DYNAMIC = (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
@@ -59,12 +59,12 @@ class _Refused(Exception):
         self.message = message
 
 
-def broker_config(broker: Broker) -> BrokerConfig:
+def broker_config(broker: BrokerServer) -> BrokerConfig:
     """The broker's configuration (``Broker.config``)."""
     return broker.config
 
 
-def dynamic_layers(broker: Broker) -> tuple[Mapping[str, str], Mapping[str, str]]:
+def dynamic_layers(broker: BrokerServer) -> tuple[Mapping[str, str], Mapping[str, str]]:
     """This broker's dynamic configs and the dynamic cluster defaults, from the image."""
     image = broker.image
     per_broker = image.config(ConfigResource(ConfigResourceType.BROKER, str(broker.node_id)))
@@ -72,7 +72,7 @@ def dynamic_layers(broker: Broker) -> tuple[Mapping[str, str], Mapping[str, str]
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse:
     if any(r.resource_type not in _KNOWN_TYPES for r in request.resources):
         return DescribeConfigsResponse(
@@ -103,7 +103,7 @@ def handle(
 
 
 def _describe(
-    broker: Broker, resource: DescribeConfigsResource, synonyms: bool, documentation: bool
+    broker: BrokerServer, resource: DescribeConfigsResource, synonyms: bool, documentation: bool
 ) -> list[ConfigEntry]:
     name = resource.resource_name
     keys = resource.configuration_keys
@@ -147,7 +147,7 @@ def _describe(
 
 
 def topic_entries(
-    broker: Broker,
+    broker: BrokerServer,
     own: Mapping[str, str],
     keys: Collection[str] | None,
     synonyms: bool,
@@ -174,7 +174,7 @@ def topic_entries(
     return out
 
 
-def check_broker_id(broker: Broker, name: str, *, logger: bool = False) -> None:
+def check_broker_id(broker: BrokerServer, name: str, *, logger: bool = False) -> None:
     if _INTEGER.fullmatch(name) is None:
         raise _Refused(
             ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"

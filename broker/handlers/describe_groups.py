@@ -36,8 +36,8 @@ from millpond.wire.generated.api.describe_groups_response import (
 )
 
 if TYPE_CHECKING:
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.groups.coordinator import GroupCoordinator
-    from millpond.broker.node import Broker
 
 AUTHORIZED_OPERATIONS_VERSION = 3
 GROUP_ID_NOT_FOUND_VERSION = 6
@@ -47,7 +47,7 @@ GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeGroupsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeGroupsRequest
 ) -> DescribeGroupsResponse | Awaitable[DescribeGroupsResponse]:
     version = ctx.api_version
     with_operations = (

@@ -32,7 +32,7 @@ from millpond.wire.generated.api.describe_log_dirs_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def disk_space(path: str) -> tuple[int, int]:
@@ -45,7 +45,7 @@ def disk_space(path: str) -> tuple[int, int]:
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
     manager = broker.log_manager
     wanted = (

@@ -30,11 +30,11 @@ from millpond.wire.generated.api.describe_producers_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeProducersRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeProducersRequest
 ) -> DescribeProducersResponse:
     topics = []
     for t in request.topics:

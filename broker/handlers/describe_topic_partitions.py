@@ -37,7 +37,7 @@ from millpond.wire.generated.api.describe_topic_partitions_response import (
 from millpond.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 # Kafka's AclOperation codes a TOPIC supports: READ, WRITE, CREATE, DELETE, ALTER,
 # DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
@@ -45,7 +45,7 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: DescribeTopicPartitionsRequest
+    broker: BrokerServer, ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
     image = broker.image
     cursor = request.cursor

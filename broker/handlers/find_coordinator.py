@@ -27,13 +27,15 @@ from millpond.wire.generated.api.find_coordinator_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_VERSION = 4
 
 
-async def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) -> Coordinator:
+async def _lookup(
+    broker: BrokerServer, ctx: RequestContext, key: str, key_type: int
+) -> Coordinator:
     if key_type in (GROUP, TRANSACTION):
         if key_type == GROUP:
             await broker.groups.ensure_topic()
@@ -49,7 +51,7 @@ async def _lookup(broker: Broker, ctx: RequestContext, key: str, key_type: int) 
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest
+    broker: BrokerServer, ctx: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP
     if ctx.api_version >= BATCHED_VERSION:

@@ -19,11 +19,11 @@ from millpond.wire.generated.api.heartbeat_request import HeartbeatRequest
 from millpond.wire.generated.api.heartbeat_response import HeartbeatResponse
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: HeartbeatRequest
+    broker: BrokerServer, ctx: RequestContext, request: HeartbeatRequest
 ) -> HeartbeatResponse | Awaitable[HeartbeatResponse]:
     service = broker.groups
     if not request.group_id:

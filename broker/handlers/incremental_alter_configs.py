@@ -37,11 +37,11 @@ from millpond.wire.generated.api.incremental_alter_configs_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+    broker: BrokerServer, ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     resources = [
         AlterConfigsResource(

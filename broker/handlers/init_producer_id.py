@@ -37,11 +37,11 @@ from millpond.wire.generated.api.init_producer_id_request import InitProducerIdR
 from millpond.wire.generated.api.init_producer_id_response import InitProducerIdResponse
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: InitProducerIdRequest
+    broker: BrokerServer, ctx: RequestContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse:
     def answer() -> InitProducerIdResult:
         return init_producer_id(

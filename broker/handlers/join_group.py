@@ -25,8 +25,8 @@ from millpond.wire.generated.api.join_group_request import JoinGroupRequest
 from millpond.wire.generated.api.join_group_response import JoinGroupResponse
 
 if TYPE_CHECKING:
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.groups.coordinator import GroupCoordinator, Record
-    from millpond.broker.node import Broker
 
 NULLABLE_PROTOCOL_NAME_VERSION = 7
 
@@ -37,7 +37,7 @@ def client_host(ctx: RequestContext) -> str:
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: JoinGroupRequest
+    broker: BrokerServer, ctx: RequestContext, request: JoinGroupRequest
 ) -> JoinGroupResponse:
     service = broker.groups
     group_id = request.group_id

@@ -19,13 +19,13 @@ from millpond.wire.generated.api.leave_group_request import LeaveGroupRequest, M
 from millpond.wire.generated.api.leave_group_response import LeaveGroupResponse, MemberResponse
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 BATCHED_VERSION = 3
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: LeaveGroupRequest
+    broker: BrokerServer, ctx: RequestContext, request: LeaveGroupRequest
 ) -> LeaveGroupResponse | Awaitable[LeaveGroupResponse]:
     service = broker.groups
     batched = ctx.api_version >= BATCHED_VERSION

@@ -28,7 +28,7 @@ from millpond.wire.generated.api.list_config_resources_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 #: The types each version lists (Kafka's ListConfigResourcesRequest.supportedResourceTypes).
 SUPPORTED: dict[int, frozenset[int]] = {
@@ -46,7 +46,7 @@ SUPPORTED: dict[int, frozenset[int]] = {
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ListConfigResourcesRequest
+    broker: BrokerServer, ctx: RequestContext, request: ListConfigResourcesRequest
 ) -> ListConfigResourcesResponse:
     supported = SUPPORTED[min(ctx.api_version, 1)]
     wanted = set(request.resource_types) or supported

@@ -22,7 +22,7 @@ from millpond.wire.generated.api.list_groups_request import ListGroupsRequest
 from millpond.wire.generated.api.list_groups_response import ListedGroup, ListGroupsResponse
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 STATES_FILTER_VERSION = 4
 TYPES_FILTER_VERSION = 5
@@ -30,7 +30,7 @@ CLASSIC = "classic"
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ListGroupsRequest
+    broker: BrokerServer, ctx: RequestContext, request: ListGroupsRequest
 ) -> ListGroupsResponse | Awaitable[ListGroupsResponse]:
     service = broker.groups
     if service.loading():

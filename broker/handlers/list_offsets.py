@@ -37,7 +37,7 @@ from millpond.wire.generated.api.list_offsets_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
     from millpond.controller.image import TopicImage
 
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -45,7 +45,9 @@ LATEST_TIERED_TIMESTAMP = -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+def handle(
+    broker: BrokerServer, ctx: RequestContext, request: ListOffsetsRequest
+) -> ListOffsetsResponse:
     # As Kafka: a topic named twice is answered once, and a partition asked for more than
     # once gets one INVALID_REQUEST answer (checked by compat_tests/test_differential.py).
     asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
@@ -69,7 +71,7 @@ def _answer(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:
 
 
 def _list_offset(
-    broker: Broker, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
+    broker: BrokerServer, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
 ) -> ListOffsetsPartitionResponse:
     answer = _lookup(broker, topic, wanted, version)
     if version < 4:
@@ -78,7 +80,7 @@ def _list_offset(
 
 
 def _lookup(
-    broker: Broker, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
+    broker: BrokerServer, topic: TopicImage | None, wanted: ListOffsetsPartition, version: int
 ) -> ListOffsetsPartitionResponse:
     index = wanted.partition_index
     registration = topic.partitions.get(index) if topic is not None else None

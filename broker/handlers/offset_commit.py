@@ -40,14 +40,14 @@ from millpond.wire.generated.api.offset_commit_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 TOPIC_ID_VERSION = 10
 RETENTION_VERSIONS = range(2, 5)
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: OffsetCommitRequest
+    broker: BrokerServer, ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Awaitable[OffsetCommitResponse]:
     by_id = ctx.api_version >= TOPIC_ID_VERSION
     image = broker.image
@@ -108,7 +108,10 @@ def _answer(
 
 
 def _commit(
-    broker: Broker, ctx: RequestContext, request: OffsetCommitRequest, wanted: list[OffsetToCommit]
+    broker: BrokerServer,
+    ctx: RequestContext,
+    request: OffsetCommitRequest,
+    wanted: list[OffsetToCommit],
 ) -> Completion[tuple[int, list[int]]]:
     """The group's (error, per-offset errors), or the error of the operation."""
     service = broker.groups

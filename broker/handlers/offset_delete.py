@@ -29,11 +29,11 @@ from millpond.wire.generated.api.offset_delete_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: OffsetDeleteRequest
+    broker: BrokerServer, ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse | Awaitable[OffsetDeleteResponse]:
     service = broker.groups
     unknown: dict[str, list[OffsetDeleteResponsePartition]] = {}

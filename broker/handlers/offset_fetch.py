@@ -35,7 +35,7 @@ from millpond.wire.generated.api.offset_fetch_response import (
 from millpond.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 BATCHED_VERSION = 8
 TOPIC_ID_VERSION = 10
@@ -45,7 +45,7 @@ Wanted = list[tuple[str, list[int]]] | None
 Found = list[tuple[str, list[tuple[int, CommittedOffset | None]]]]
 
 
-def _fetch(broker: Broker, group_id: str, wanted: Wanted) -> Completion[Found]:
+def _fetch(broker: BrokerServer, group_id: str, wanted: Wanted) -> Completion[Found]:
     """The group's offsets, read once what was written before is committed (Kafka's
     ``require_stable`` read; with no transactions nothing else is pending)."""
     return broker.groups.read(group_id, lambda c: c.fetch_offsets(group_id, wanted))
@@ -58,7 +58,7 @@ def _outcome(done: Completion[Found], wanted: Wanted) -> tuple[int, Found]:
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: OffsetFetchRequest
+    broker: BrokerServer, ctx: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
     if ctx.api_version < BATCHED_VERSION:
         wanted: Wanted = None
@@ -89,7 +89,7 @@ def handle(
 
 
 def _group(
-    broker: Broker, group: OffsetFetchRequestGroup, by_id: bool
+    broker: BrokerServer, group: OffsetFetchRequestGroup, by_id: bool
 ) -> tuple[Completion[Found], Callable[[], OffsetFetchResponseGroup]]:
     """One group of a batched (v8+) fetch; v10 topics go by id, in and out: the read,
     and how to answer from it."""
@@ -133,7 +133,7 @@ def _group(
     return done, build
 
 
-def _topic_id(broker: Broker, name: str) -> bytes:
+def _topic_id(broker: BrokerServer, name: str) -> bytes:
     topic = broker.image.topic(name)
     return topic.topic_id if topic is not None else ZERO_UUID
 

@@ -34,14 +34,14 @@ from millpond.wire.generated.api.offset_for_leader_epoch_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
     from millpond.controller.image import TopicImage
 
 NO_PARTITION_LEADER_EPOCH = -1
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochRequest
+    broker: BrokerServer, ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
     topics = []
     for wanted in request.topics:
@@ -52,7 +52,7 @@ def handle(
 
 
 def _end_offset(
-    broker: Broker, topic: TopicImage | None, wanted: OffsetForLeaderPartition
+    broker: BrokerServer, topic: TopicImage | None, wanted: OffsetForLeaderPartition
 ) -> EpochEndOffset:
     index = wanted.partition
     registration = topic.partitions.get(index) if topic is not None else None

@@ -49,7 +49,7 @@ from millpond.wire.generated.api.produce_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.replica_manager import ReplicaManager
 
 
@@ -102,7 +102,7 @@ class DelayedProduce(DelayedOperation):
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, request: ProduceRequest
+    broker: BrokerServer, ctx: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | Awaitable[ProduceResponse] | None:
     acks = request.acks
     acks_valid = acks in (-1, 0, 1)
@@ -150,7 +150,7 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> Partitio
 
 
 def _produce_partition(
-    broker: Broker,
+    broker: BrokerServer,
     topic: TopicImage | None,
     data: PartitionProduceData,
     missing: ErrorCode,

@@ -21,14 +21,14 @@ from millpond.wire.generated.api.sync_group_request import SyncGroupRequest
 from millpond.wire.generated.api.sync_group_response import SyncGroupResponse
 
 if TYPE_CHECKING:
+    from millpond.broker.broker_server import BrokerServer
     from millpond.broker.groups.coordinator import GroupCoordinator, Record
-    from millpond.broker.node import Broker
 
 MANDATORY_PROTOCOL_VERSION = 5
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: SyncGroupRequest
+    broker: BrokerServer, ctx: RequestContext, request: SyncGroupRequest
 ) -> SyncGroupResponse:
     service = broker.groups
     if ctx.api_version >= MANDATORY_PROTOCOL_VERSION and (

@@ -32,11 +32,11 @@ from millpond.wire.generated.api.update_features_response import (
 )
 
 if TYPE_CHECKING:
-    from millpond.broker.node import Broker
+    from millpond.broker.broker_server import BrokerServer
 
 
 async def handle(
-    broker: Broker, ctx: RequestContext, request: UpdateFeaturesRequest
+    broker: BrokerServer, ctx: RequestContext, request: UpdateFeaturesRequest
 ) -> UpdateFeaturesResponse:
     version = ctx.api_version
     updates = [

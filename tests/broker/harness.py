@@ -8,7 +8,7 @@ import socket
 import struct
 import tempfile
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -41,13 +41,35 @@ def running_broker(**kwargs: Any) -> Iterator[Broker]:
     asyncio.set_event_loop(loop)
     broker = Broker(port=0, **kwargs)
     asyncio.set_event_loop(None)
+    try:
+        with served_on_thread(loop, broker.start, lambda: stop_and_settle(broker)):
+            _loops[id(broker)] = loop
+            try:
+                yield broker
+            finally:
+                _loops.pop(id(broker), None)
+                while _open_clients:
+                    _open_clients.pop().close()
+    finally:
+        data.cleanup()
+
+
+@contextmanager
+def served_on_thread(
+    loop: asyncio.AbstractEventLoop,
+    start: Callable[[], Coroutine[Any, Any, None]],
+    stop: Callable[[], Coroutine[Any, Any, None]],
+) -> Iterator[None]:
+    """Run ``start()`` and then ``loop`` forever on a thread of its own (the loop owns the
+    server's state); a failed start is raised here. On the way out ``stop()`` runs on the
+    loop, and the loop stops and closes."""
     started = threading.Event()
     failure: list[BaseException] = []
 
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(broker.start())
+            loop.run_until_complete(start())
         except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
             failure.append(exc)
             return
@@ -58,21 +80,17 @@ def running_broker(**kwargs: Any) -> Iterator[Broker]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     if not started.wait(30):
-        raise RuntimeError("broker did not start")
+        raise RuntimeError("the server did not start")
     if failure:
+        loop.close()
         raise failure[0]
-    _loops[id(broker)] = loop
     try:
-        yield broker
+        yield
     finally:
-        _loops.pop(id(broker), None)
-        while _open_clients:
-            _open_clients.pop().close()
-        asyncio.run_coroutine_threadsafe(stop_and_settle(broker), loop).result(10)
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
-        data.cleanup()
 
 
 class Client:

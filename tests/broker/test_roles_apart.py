@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,8 @@ from millpond.controller.controller import ControllerConfig
 from millpond.controller.controller_server import ControllerServer
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
+
+from .harness import served_on_thread
 
 CLUSTER_ID = "cG9uZC1yb2xlcy1hcGFydA"
 
@@ -51,33 +52,10 @@ def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer
         trace=None,
     )  # fmt: skip
     asyncio.set_event_loop(None)
-    started = threading.Event()
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(broker.start())
-        except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
-            failure.append(exc)
-            return
-        finally:
-            started.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(30), "the broker role did not start"
-    if failure:
-        controller.close()
-        raise failure[0]
     try:
-        yield broker
+        with served_on_thread(loop, broker.start, broker.stop):
+            yield broker
     finally:
-        asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
         controller.close()
 
 

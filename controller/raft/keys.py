@@ -1,0 +1,105 @@
+"""The nouns of KRaft: replica keys, (offset, epoch) positions, voters and voter sets.
+
+A replica is named by its node id and the directory id of its metadata log directory
+(KIP-853): a node whose disk was wiped comes back with a new directory id, so it no longer
+matches its old voter entry and cannot vote until it is added again. A voter entry or a
+vote without a directory id (``kraft.version`` 0, static ``controller.quorum.voters``)
+matches any directory id of that node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple
+
+__all__ = ["Endpoint", "OffsetAndEpoch", "ReplicaKey", "Voter", "VoterSet"]
+
+
+class OffsetAndEpoch(NamedTuple):
+    """A log position: an offset and the epoch of the entry before it (Kafka compares
+    epoch first, then offset, which the tuple order gives)."""
+
+    epoch: int
+    offset: int
+
+
+class ReplicaKey(NamedTuple):
+    id: int
+    #: 16 bytes, or None when unknown (never the all-zero Uuid: codecs map it to None).
+    directory_id: bytes | None = None
+
+    def matches(self, other: ReplicaKey) -> bool:
+        """Same node, and the same directory wherever both name one."""
+        if self.id != other.id:
+            return False
+        return (
+            self.directory_id is None
+            or other.directory_id is None
+            or self.directory_id == other.directory_id
+        )
+
+
+class Endpoint(NamedTuple):
+    listener: str
+    host: str
+    port: int
+
+
+class Voter(NamedTuple):
+    key: ReplicaKey
+    endpoints: tuple[Endpoint, ...] = ()
+    #: The kraft.version range the node supports (VotersRecord's KRaftVersionFeature).
+    kraft_versions: tuple[int, int] = (0, 1)
+
+
+class VoterSet:
+    """An immutable set of voters keyed by node id; a quorum is a strict majority."""
+
+    __slots__ = ("_voters",)
+
+    def __init__(self, voters: Iterable[Voter] = ()) -> None:
+        self._voters: Mapping[int, Voter] = {v.key.id: v for v in voters}
+
+    @classmethod
+    def of_ids(cls, ids: Iterable[int]) -> VoterSet:
+        """Static voters (``controller.quorum.voters``): ids without directory ids."""
+        return cls(Voter(ReplicaKey(i)) for i in ids)
+
+    def __iter__(self) -> Iterator[Voter]:
+        return iter(self._voters.values())
+
+    def __len__(self) -> int:
+        return len(self._voters)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._voters
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VoterSet) and dict(self._voters) == dict(other._voters)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._voters.values()))
+
+    def __repr__(self) -> str:
+        return f"VoterSet({sorted(self._voters)})"
+
+    @property
+    def ids(self) -> frozenset[int]:
+        return frozenset(self._voters)
+
+    def get(self, node_id: int) -> Voter | None:
+        return self._voters.get(node_id)
+
+    def is_voter(self, key: ReplicaKey) -> bool:
+        voter = self._voters.get(key.id)
+        return voter is not None and voter.key.matches(key)
+
+    @property
+    def majority(self) -> int:
+        return len(self._voters) // 2 + 1
+
+    def with_voter(self, voter: Voter) -> VoterSet:
+        return VoterSet([*(v for v in self if v.key.id != voter.key.id), voter])
+
+    def without(self, key: ReplicaKey) -> VoterSet:
+        return VoterSet(v for v in self if not (v.key.id == key.id and v.key.matches(key)))

@@ -81,8 +81,10 @@ class RaftLog(Protocol):
         start of the next epoch, or the log end); for a log with no epochs,
         ``(last_fetched_epoch, end_offset)``."""
 
-    def append_as_leader(self, epoch: int, entries: Sequence[Entry]) -> None:
-        """Append ``entries`` at the log end, stamped with ``epoch`` (not flushed)."""
+    def append_as_leader(self, epoch: int, entries: Sequence[Entry]) -> list[tuple[int, VoterSet]]:
+        """Append ``entries`` at the log end, stamped with ``epoch`` (not flushed);
+        returns the voter sets among them by the offset they landed at (an entry may
+        take more than one offset)."""
 
     def append_as_follower(self, records: object, epoch: int) -> list[tuple[int, VoterSet]]:
         """Append records read from the leader's log (batches whose epoch is above

@@ -431,16 +431,15 @@ class RaftNode:
         self._append(list(payloads), now)
         return self.log.end_offset - 1
 
-    def _append(self, entries: Sequence[Entry], now: int) -> None:
-        first = self.log.end_offset
-        self.log.append_as_leader(self.epoch, entries)
-        offset = first
-        for entry in entries:
-            if isinstance(entry, VotersChange):
-                self._set_voters(offset, entry.voters)
-            offset += 1
+    def _append(self, entries: Sequence[Entry], now: int) -> int:
+        """Append and flush; returns the offset of the last voter set appended (-1)."""
+        last = -1
+        for offset, voters in self.log.append_as_leader(self.epoch, entries):
+            self._set_voters(offset, voters)
+            last = offset
         self.log.flush()  # the leader's own copy counts toward the majority
         self._on_leader_progress(now)
+        return last
 
     def _set_voters(self, offset: int, voters: VoterSet) -> None:
         self._voter_history.append((offset, voters))
@@ -1219,9 +1218,13 @@ class RaftNode:
         self, source: int, correlation: int, voters: VoterSet, now: int, *, is_add: bool
     ) -> None:
         deadline = now + self.config.request_timeout_ms
-        change = _VoterChange(source, correlation, self.log.end_offset, deadline, is_add)
+        # Pending before the append: the HW may pass the record within it.
+        change = _VoterChange(source, correlation, NEVER, deadline, is_add)
         self._voter_change = change
-        self._append([VotersChange(voters)], now)
+        offset = self._append([VotersChange(voters)], now)
+        if self._voter_change is change:
+            self._voter_change = change._replace(offset=offset)
+            self._on_high_watermark(now)
 
     def _on_add_voter(
         self, source: int, correlation: int, request: AddVoterRequest, now: int

@@ -130,9 +130,13 @@ class SimLog:
         self.chains.append(chain)
         self.on_append(offset, epoch, chain)
 
-    def append_as_leader(self, epoch: int, entries: Sequence[Entry]) -> None:
+    def append_as_leader(self, epoch: int, entries: Sequence[Entry]) -> list[tuple[int, VoterSet]]:
+        changes: list[tuple[int, VoterSet]] = []
         for entry in entries:
+            if isinstance(entry, VotersChange):
+                changes.append((self.end_offset, entry.voters))
             self._push(epoch, entry)
+        return changes
 
     def append_as_follower(self, records: object, epoch: int) -> list[tuple[int, VoterSet]]:
         assert isinstance(records, tuple)

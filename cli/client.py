@@ -286,20 +286,24 @@ class Client:
             self.partitions(topic)
         return self._topic_ids.get(topic, bytes(16))
 
-    def partitions(self, topic: str, wait_s: float = 5.0, create: bool = False) -> dict[int, int]:
+    def partitions(
+        self, topic: str, wait_s: float = 5.0, create: bool = False, created: bool = False
+    ) -> dict[int, int]:
         """``{partition: leader node id}`` of ``topic``; waits up to ``wait_s`` for leaders
         (a topic created a moment ago may have none yet).
 
         With ``create``, a missing topic is asked for as Kafka's producers ask: the broker
         creates it if its ``auto.create.topics.enable`` is on, and answers
         UNKNOWN_TOPIC_OR_PARTITION until the topic is there (Kafka 4.4 answers so even to
-        the request that created it), so that answer is waited through as well."""
+        the request that created it), so that answer is waited through as well. So it is
+        with ``created`` (a topic this client has just created: Kafka's brokers learn it
+        from the metadata log a moment after CreateTopics answers)."""
         deadline = time.monotonic() + wait_s
         while True:
             response = self.metadata([topic], allow_auto_create=create)
             (found,) = [t for t in response.topics if t.name == topic] or [None]
             missing = found is None or found.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if missing and (not create or time.monotonic() > deadline):
+            if missing and (not (create or created) or time.monotonic() > deadline):
                 raise CliError(
                     f"topic {topic!r} does not exist"
                     + (" and the broker did not create it" if create else ""),

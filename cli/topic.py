@@ -85,7 +85,7 @@ def _create(args: argparse.Namespace) -> int:
         if not args.dry_run:
             for row in rows:
                 if row["status"] == "OK":
-                    client.partitions(row["topic"], wait_s=args.timeout_ms / 1000)
+                    client.partitions(row["topic"], wait_s=args.timeout_ms / 1000, created=True)
     emit(args, rows, ["topic", "id", "partitions", "status"])
     return 0 if all(r["status"] == "OK" for r in rows) else 1
 

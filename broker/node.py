@@ -38,6 +38,7 @@ from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
     from millpond.broker.authorization import Authorizer
+    from millpond.controller.raft.client import RaftClient
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 DEFAULT_IDLE_MS = 600_000
@@ -95,7 +96,7 @@ class Broker(BrokerServer):
         trace: RequestTrace | None = None,
         listeners: tuple[ListenerPlan, ...] | None = None,
         authorizer: Authorizer | None = None,
-        commit_on_append: bool = True,
+        raft: RaftClient | None = None,
     ) -> None:
         config = config or _config_of(
             data_dir, node_id, host, port, num_partitions, default_replication_factor,
@@ -132,7 +133,7 @@ class Broker(BrokerServer):
                 num_partitions=num_partitions,
                 default_replication_factor=default_replication_factor,
             ),
-            commit_on_append=commit_on_append,
+            raft=raft,
         )
         super().__init__(
             config=config,

@@ -12,8 +12,8 @@ and complete at once.
 is the one in the same process (combined mode): it runs the operation on the
 :class:`~millpond.controller.controller.QuorumController` and waits for the commit of
 its last record, which a one-voter quorum makes after the fsync and a quorum of several
-voters will make later, from a network event. A failed metadata append fails the
-operation with :class:`~millpond.controller.metadata_log.MetadataLogFailedError`, as it
+voters makes when a majority has fetched the records. A failed metadata append fails the
+operation with :class:`~millpond.controller.raft.client.RaftLogFailedError`, as it
 fails every pending and later one.
 
 Runs on the event loop that owns the controller.
@@ -101,7 +101,7 @@ class LocalControllerChannel:
 
     async def _submit(self, operation: Callable[[QuorumController], ControllerResult[T]]) -> T:
         controller = self._controller
-        result = operation(controller)  # raises MetadataLogFailedError on a failed log
+        result = operation(controller)  # raises RaftLogFailedError on a failed log
         if not result.records:
             return result.response
         committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -1,32 +1,38 @@
-"""The single-node controller: operations in, records appended, the image replayed.
+"""The controller: operations in, records appended, the committed log replayed.
 
-:class:`QuorumController` is the active controller of a one-voter quorum. On start it
-replays ``__cluster_metadata`` into a :class:`~millpond.controller.image.MetadataImage`,
-begins a new epoch (quorum-state, then a LeaderChangeMessage), and, if the log was empty,
-writes the bootstrap feature levels. Each operation then runs as Kafka's controller
-runs one: a pure function of the current image (``*_control`` modules) returns
-``ControllerResult(records, response)``; the records are appended and replayed into the
-next image, the very replay a restart performs, so the image in memory always equals
-the image rebuilt from the log. Validate-only requests and refused requests append
-nothing.
+:class:`QuorumController` runs on every controller node, beside its
+:class:`~millpond.controller.raft.client.RaftClient`, and listens to it. While another
+node leads, it replays each committed batch into its
+:class:`~millpond.controller.image.MetadataImage` (a standby keeps up). When its own node
+is elected, the Raft client says so only after every earlier batch was delivered, and the
+controller becomes *active*: if the log has no feature levels yet it writes the
+bootstrap ones, then it takes operations.
 
-Appending is not committing. As in Kafka, the controller's own image runs ahead (the
-next operation sees the records before they commit), while what it hands out waits for
-the commit: :meth:`QuorumController.when_committed` calls back once an offset is
-committed, and every :class:`MetadataListener` (a broker's metadata loader) receives
-each committed batch as ``(delta, image)``, in log order. A one-voter quorum commits
-what it has made durable, so by default the commit follows the fsync; with
-``commit_on_append=False`` commits wait for :meth:`QuorumController.commit`, the call a
-quorum's high watermark will make when its voters acknowledge.
+Each operation runs as Kafka's controller runs one: a pure function of the current image
+(``*_control`` modules) returns ``ControllerResult(records, response)``; the records are
+replayed into the next image and appended. The replay is the very one a restart or a
+standby performs, so the image in memory always equals the image rebuilt from the log.
+Validate-only requests and refused requests append nothing; on a node that is not active
+an operation raises :class:`~millpond.controller.results.NotControllerError`.
 
-A failed append raises :class:`~millpond.controller.metadata_log.MetadataLogFailedError`
-and leaves the controller unusable: every pending commit fails with it, and so does
-every later operation. Whether the records survive is unknown until a restart recovers
-the log. The broker should stop.
+Appending is not committing. The active controller's image runs ahead (the next
+operation sees the records before they commit), while what it hands out waits for the
+commit: :meth:`QuorumController.when_committed` calls back once an offset is committed,
+and every :class:`MetadataListener` (a broker's metadata loader) receives each committed
+batch as ``(delta, image)``, in log order. A one-voter quorum commits on the fsync; a
+larger one when a majority of voters has fetched the records. A controller that loses
+its leadership drops what it had not committed: the waiting operations fail with
+NotControllerError and its image falls back to the committed one (the records may still
+commit under the next leader, and then arrive as any standby's would).
 
-Sans-I/O: disk through the injected FileSystem, time through the Clock, randomness
-(topic ids, incarnation ids, placement) through the injected ``random.Random``.
-Not thread-safe: one owner calls it (Kafka's controller is single-threaded too).
+A failed append raises :class:`~millpond.controller.raft.client.RaftLogFailedError` and
+leaves the controller unusable: every pending commit fails with it, and so does every
+later operation. Whether the records survive is unknown until a restart recovers the
+log. The node should stop.
+
+Sans-I/O: time through the Clock, randomness (topic ids, incarnation ids, placement)
+through the injected ``random.Random``, the log through the Raft client. Not
+thread-safe: one owner calls it (Kafka's controller is single-threaded too).
 """
 
 from __future__ import annotations
@@ -51,10 +57,13 @@ from millpond.controller.image import (
     MetadataDelta,
     MetadataImage,
 )
-from millpond.controller.metadata_log import MetadataLog, MetadataLogFailedError
-from millpond.controller.results import ApiError, ControllerResult
+from millpond.controller.metadata_log import replay_batch
+from millpond.controller.raft.client import LeaderAndEpoch, RaftClient, RaftLogFailedError
+from millpond.controller.raft.node import NotLeaderError
+from millpond.controller.record_serde import encode_metadata_record
+from millpond.controller.results import ApiError, ControllerResult, NotControllerError
 from millpond.storage.clock import Clock
-from millpond.storage.fs import FileSystem
+from millpond.wire.records import RecordBatch
 
 if TYPE_CHECKING:
     from millpond.controller.replication_control import (
@@ -92,46 +101,30 @@ class ControllerConfig(NamedTuple):
 
 
 class QuorumController:
-    """The active controller of a one-voter metadata quorum (see the module docstring)."""
+    """A controller node's state machine over the metadata log (see the module
+    docstring)."""
 
     def __init__(
-        self,
-        fs: FileSystem,
-        metadata_log_dir: str,
-        clock: Clock,
-        rng: random.Random,
-        config: ControllerConfig,
-        *,
-        commit_on_append: bool = True,
+        self, raft: RaftClient, clock: Clock, rng: random.Random, config: ControllerConfig
     ) -> None:
         self.config = config
+        self._raft = raft
+        self._clock = clock
         self._rng = rng
-        self._commit_on_append = commit_on_append
-        self._log = MetadataLog(fs, metadata_log_dir, clock, node_id=config.node_id)
-        replayed = self._log.replay(MetadataImage.empty(config.cluster_id))
-        self._image = replayed.image
-        self._committed = replayed.image
+        self._image = self._committed = MetadataImage.empty(config.cluster_id)
+        #: The epoch this controller is active in; None while it is not.
+        self._active: int | None = None
         #: Appended batches not committed yet: (last offset, delta, image), in log order.
         self._uncommitted: deque[tuple[int, MetadataDelta, MetadataImage]] = deque()
         #: (offset, callback) waiting for their commit, in offset order.
         self._waiting: deque[tuple[int, CommitCallback]] = deque()
         self._listeners: list[MetadataListener] = []
         self._failure: BaseException | None = None
-        #: Records skipped (unknown or irrelevant types) while loading the log.
-        self.skipped_records = replayed.skipped_records
-        #: broker id -> incarnation id registered with this controller instance.
+        #: Records skipped (unknown or irrelevant types) while replaying the log.
+        self.skipped_records = 0
+        #: broker id -> incarnation id registered with this controller while active.
         self._sessions: dict[int, bytes] = {}
-        self._log.become_leader()
-        self._catch_up()
-        self._committed = self._image
-        if feature_control.METADATA_VERSION not in self._image.features:
-            # A fresh log (or one whose bootstrap never committed): write the bootstrap.
-            records = [
-                *feature_control.bootstrap_records(config.bootstrap_features),
-                *config_control.bootstrap_records(),
-            ]
-            self._commit(ControllerResult(tuple(records), None))
-            self.commit(self.last_offset)  # the bootstrap is there before anyone asks
+        raft.register(self)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -148,41 +141,109 @@ class QuorumController:
 
     @property
     def last_offset(self) -> int:
-        """The offset of the last record appended (-1 for an empty log)."""
-        return self._log.log_end_offset - 1
+        """The offset of the last entry in the log (-1 for an empty log)."""
+        return self._raft.end_offset - 1
 
     @property
     def epoch(self) -> int:
-        """The controller (leader) epoch this node is in."""
-        return self._log.epoch
+        """The quorum's current epoch."""
+        return self._raft.leader.epoch
 
     @property
-    def metadata_log(self) -> MetadataLog:
-        return self._log
+    def is_active(self) -> bool:
+        return self._active is not None
 
-    def _catch_up(self) -> None:
-        replayed = self._log.replay(self._image)
-        self._image = replayed.image
-        self.skipped_records += replayed.skipped_records
+    @property
+    def raft(self) -> RaftClient:
+        return self._raft
+
+    # -- what the Raft client tells ----------------------------------------------------------
+
+    def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
+        if self._active is not None:
+            # Only the leader appends in its epoch, and it was told only after every
+            # earlier batch: these are its own, already in the image.
+            self._publish_own(batches[-1].last_offset)
+            return
+        delta = MetadataDelta(self._committed)
+        for batch in batches:
+            replay_batch(delta, batch)
+        self.skipped_records += delta.skipped
+        self._committed = self._image = delta.apply()
+        for listener in self._listeners:
+            listener.handle_commit(delta, self._committed)
+        self._complete_waiting()
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        if leader.leader_id != self.config.node_id:
+            if self._active is not None:
+                self._deactivate(leader)
+            return
+        self._active = leader.epoch
+        self._image = self._committed
+        self._sessions.clear()
+        if feature_control.METADATA_VERSION not in self._image.features:
+            # A fresh log (or one whose bootstrap never committed): write the bootstrap.
+            records = [
+                *feature_control.bootstrap_records(self.config.bootstrap_features),
+                *config_control.bootstrap_records(),
+            ]
+            self._commit(ControllerResult(tuple(records), None))
+
+    def _deactivate(self, leader: LeaderAndEpoch) -> None:
+        self._active = None
+        self._image = self._committed
+        self._uncommitted.clear()
+        self._sessions.clear()
+        error = NotControllerError(
+            f"node {self.config.node_id} is no longer the active controller (epoch"
+            f" {leader.epoch}, leader {leader.leader_id}); ask the new one"
+        )
+        waiting, self._waiting = self._waiting, deque()
+        for _, callback in waiting:
+            callback(error)
+
+    # -- appends and commits -----------------------------------------------------------------
 
     def _commit(self, result: ControllerResult[T]) -> ControllerResult[T]:
         if not result.records:
             return result
-        try:
-            first, last = self._log.append(result.records)
-        except MetadataLogFailedError as exc:
-            self._fail(exc)
-            raise
+        self._check_active()
+        # Into the image first: a one-voter quorum commits inside the append.
+        first = self._raft.end_offset
         delta = MetadataDelta(self._image)
         for i, record in enumerate(result.records):
-            delta.replay(record.message, first + i, self._log.epoch)
-        self._image = delta.apply()
+            delta.replay(record.message, first + i, self._active)
+        before, self._image = self._image, delta.apply()
+        last = first + len(result.records) - 1
         self._uncommitted.append((last, delta, self._image))
-        if self._commit_on_append:
-            self.commit(last)
+        payloads = [encode_metadata_record(r) for r in result.records]
+        try:
+            appended = self._raft.append(self._clock.monotonic_ms(), payloads)
+        except RaftLogFailedError as exc:
+            self._uncommitted.pop()
+            self._image = before  # whether the records survive, only a restart tells
+            self._fail(exc)
+            raise
+        except NotLeaderError:
+            self._uncommitted.pop()
+            self._image = before
+            raise NotControllerError(
+                f"node {self.config.node_id} is stepping down as the active controller;"
+                " ask the next one"
+            ) from None
+        assert appended == last, f"records appended at {appended}, expected {last}"
         return result
 
-    # -- commits -----------------------------------------------------------------------------
+    def _check_active(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._active is None:
+            leader = self._raft.leader
+            raise NotControllerError(
+                f"node {self.config.node_id} is not the active controller (epoch"
+                f" {leader.epoch}, leader {leader.leader_id}); ask the leader"
+            )
 
     def register_listener(self, listener: MetadataListener) -> None:
         """Feed ``listener`` every batch committed from now on (it starts from
@@ -191,7 +252,7 @@ class QuorumController:
 
     def when_committed(self, offset: int, callback: CommitCallback) -> None:
         """Call ``callback(None)`` once ``offset`` is committed (at once if it is), or
-        ``callback(error)`` if the log fails first."""
+        ``callback(error)`` if the log fails or this controller steps down first."""
         if self._failure is not None:
             callback(self._failure)
         elif offset <= self._committed.offset:
@@ -199,14 +260,17 @@ class QuorumController:
         else:
             self._waiting.append((offset, callback))
 
-    def commit(self, offset: int) -> None:
-        """The quorum has committed everything up to ``offset``: publish those batches
+    def _publish_own(self, offset: int) -> None:
+        """The quorum committed this controller's batches up to ``offset``: publish them
         to the listeners, then complete the operations waiting for them."""
         while self._uncommitted and self._uncommitted[0][0] <= offset:
             _, delta, image = self._uncommitted.popleft()
             self._committed = image
             for listener in self._listeners:
                 listener.handle_commit(delta, image)
+        self._complete_waiting()
+
+    def _complete_waiting(self) -> None:
         while self._waiting and self._waiting[0][0] <= self._committed.offset:
             self._waiting.popleft()[1](None)
 
@@ -244,30 +308,36 @@ class QuorumController:
             features=features,
             log_dirs=log_dirs,
         )
+        self._check_active()
         result = cluster_control.register_broker(
-            self._image, request, next_offset=self._log.log_end_offset, sessions=self._sessions
+            self._image, request, next_offset=self._raft.end_offset, sessions=self._sessions
         )
         if result.response.error.is_success:
             self._sessions[broker_id] = incarnation_id
+        self._check_active()
         return self._commit(result)
 
     def unfence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
+        self._check_active()
         return self._commit(
             cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=False)
         )
 
     def fence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
+        self._check_active()
         return self._commit(
             cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=True)
         )
 
     def unregister_broker(self, broker_id: int) -> ControllerResult[ApiError]:
         self._sessions.pop(broker_id, None)
+        self._check_active()
         return self._commit(cluster_control.unregister_broker(self._image, broker_id))
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int, count: int = PRODUCER_ID_BLOCK_SIZE
     ) -> ControllerResult[ProducerIdsBlock]:
+        self._check_active()
         return self._commit(
             cluster_control.allocate_producer_ids(self._image, broker_id, broker_epoch, count)
         )
@@ -282,6 +352,7 @@ class QuorumController:
         defaults = replication.TopicDefaults(
             self.config.num_partitions, self.config.default_replication_factor
         )
+        self._check_active()
         return self._commit(
             replication.create_topics(
                 self._image, topics, validate_only=validate_only, rng=self._rng, defaults=defaults
@@ -293,12 +364,16 @@ class QuorumController:
     ) -> ControllerResult[list[DeleteTopicResult]]:
         from millpond.controller import replication_control as replication  # noqa: PLC0415
 
+        self._check_active()
+
         return self._commit(replication.delete_topics(self._image, names, topic_ids))
 
     def create_partitions(
         self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
     ) -> ControllerResult[list[CreatePartitionsResult]]:
         from millpond.controller import replication_control as replication  # noqa: PLC0415
+
+        self._check_active()
 
         return self._commit(
             replication.create_partitions(
@@ -311,6 +386,7 @@ class QuorumController:
     def incremental_alter_configs(
         self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
     ) -> ControllerResult[dict[ConfigResource, ApiError]]:
+        self._check_active()
         return self._commit(
             config_control.incremental_alter_configs(
                 self._image, resources, validate_only=validate_only
@@ -320,6 +396,7 @@ class QuorumController:
     def alter_configs(
         self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
     ) -> ControllerResult[dict[ConfigResource, ApiError]]:
+        self._check_active()
         return self._commit(
             config_control.alter_configs(self._image, resources, validate_only=validate_only)
         )
@@ -327,6 +404,7 @@ class QuorumController:
     def update_features(
         self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
     ) -> ControllerResult[dict[str, ApiError]]:
+        self._check_active()
         return self._commit(
             feature_control.update_features(
                 self._image,
@@ -338,4 +416,4 @@ class QuorumController:
         )
 
     def close(self) -> None:
-        self._log.close()
+        self._raft.close()

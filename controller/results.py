@@ -14,7 +14,7 @@ from typing import Generic, NamedTuple, TypeVar
 from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.wire.errors import ErrorCode
 
-__all__ = ["ApiError", "ControllerResult"]
+__all__ = ["ApiError", "ControllerResult", "NotControllerError"]
 
 T = TypeVar("T")
 
@@ -40,3 +40,8 @@ NO_ERROR = ApiError(ErrorCode.NONE)
 class ControllerResult(NamedTuple, Generic[T]):
     records: tuple[ApiMessageAndVersion, ...]
     response: T
+
+
+class NotControllerError(Exception):
+    """This node is not the active controller (any more): Kafka's NOT_CONTROLLER; the
+    caller asks the quorum's leader instead."""

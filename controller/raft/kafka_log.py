@@ -42,6 +42,8 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024
 #: Per-record framing beyond the value, a safe upper bound for sizing batches.
 _RECORD_OVERHEAD = 32
 LEADER_CHANGE_VERSION = 0
+#: How much one read of the log asks for.
+READ_BYTES = 1024 * 1024
 VOTERS_VERSION = 0
 KRAFT_VERSION_VERSION = 0
 
@@ -218,18 +220,29 @@ class KafkaRaftLog:
     def flush(self) -> None:
         self._log.flush()
 
+    def batches(
+        self, start: int, end: int | None = None, max_bytes: int | None = None
+    ) -> Iterator[RecordBatch]:
+        """The batches holding offsets from ``start`` up to ``end`` (the log end by
+        default), whole; reading stops after about ``max_bytes`` when given."""
+        offset = max(start, self.start_offset)
+        end = self.end_offset if end is None else end
+        read = 0
+        while offset < end and (max_bytes is None or read < max_bytes):
+            raw = self._log.read(offset, READ_BYTES, max_offset=end).records.read()
+            if not raw:
+                return
+            read += len(raw)
+            for batch in iter_batches(raw):
+                if batch.last_offset >= offset:
+                    yield batch
+                offset = max(offset, batch.next_offset)
+
     def voter_history(self) -> list[tuple[int, VoterSet]]:
         history: list[tuple[int, VoterSet]] = []
-        offset = self.start_offset
-        end = self.end_offset
-        while offset < end:
-            raw = self._log.read(offset, 1024 * 1024).records.read()
-            if not raw:
-                break
-            for batch in iter_batches(raw):
-                if batch.is_control:
-                    history += _voter_changes(batch)
-                offset = batch.next_offset
+        for batch in self.batches(self.start_offset):
+            if batch.is_control:
+                history += _voter_changes(batch)
         return history
 
     # -- snapshots (none yet) --------------------------------------------------------------

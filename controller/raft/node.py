@@ -224,6 +224,11 @@ class RaftNode:
     def is_voter(self) -> bool:
         return self.voters.is_voter(self.key)
 
+    @property
+    def epoch_start_offset(self) -> int:
+        """Where this leader's epoch began (its LeaderChange entry); -1 unless leader."""
+        return self._epoch_start_offset if self._role is Role.LEADER else -1
+
     def voters_at(self, offset: int) -> VoterSet:
         """The voter set in force at ``offset`` (the latest change at or before it)."""
         found = self._voter_history[0][1]

@@ -18,7 +18,7 @@ from millpond.broker.node import Broker
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.controller import QuorumController
 from millpond.controller.image import BrokerEndpoint, MetadataImage
-from millpond.controller.metadata_log import MetadataLogFailedError
+from millpond.controller.raft.client import RaftLogFailedError
 from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.controller.replication_control import CreatableTopic, CreatePartitionsTopic
 from millpond.controller.results import ControllerResult
@@ -29,23 +29,40 @@ from millpond.wire.generated.api import alter_configs_request as ac
 from millpond.wire.generated.api import create_topics_request as ct
 from millpond.wire.generated.api import delete_topics_request as dt
 from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
+from tests.controller.quorum_peer import TwoVoters
 
 T = TypeVar("T")
 DATA = "/data"
 TOPIC = 2  # ConfigResource type
 
 
-def node(*, commit_on_append: bool = True) -> tuple[Broker, MemFileSystem]:
+def node() -> tuple[Broker, MemFileSystem]:
+    """A combined node, the one voter of its quorum: commits follow the appends."""
     fs = MemFileSystem()
-    broker = Broker(
-        data_dir=DATA, port=0, fs=fs, clock=ManualClock(), commit_on_append=commit_on_append
-    )
+    broker = Broker(data_dir=DATA, port=0, fs=fs, clock=ManualClock())
+    register(broker)
+    return broker, fs
+
+
+def register(broker: Broker) -> None:
     controller = broker.controller
     endpoint = BrokerEndpoint("PLAINTEXT", "localhost", 9092, 0)
     epoch = controller.register_broker(broker.node_id, [endpoint]).response.broker_epoch
     controller.unfence_broker(broker.node_id, epoch)
-    controller.commit(controller.last_offset)
-    return broker, fs
+
+
+def delayed_node() -> tuple[Broker, MemFileSystem, TwoVoters]:
+    """A combined node in a quorum of two voters: nothing commits until the test lets
+    the other voter fetch (``quorum.replicate()``)."""
+    fs, clock = MemFileSystem(), ManualClock()
+    fs.makedirs(DATA)
+    quorum = TwoVoters(fs, DATA, clock)
+    quorum.elect()
+    broker = Broker(data_dir=DATA, port=0, fs=fs, clock=clock, raft=quorum.client)
+    quorum.replicate()
+    register(broker)
+    quorum.replicate()
+    return broker, fs, quorum
 
 
 def hosted(broker: Broker) -> list[tuple[str, int]]:
@@ -217,13 +234,13 @@ async def pending(handler_result: Awaitable[T]) -> asyncio.Task[T]:
 
 def test_create_topics_answers_only_after_the_commit() -> None:
     async def scenario() -> None:
-        broker, _ = node(commit_on_append=False)
+        broker, _, quorum = delayed_node()
         task = await pending(create_topics.handle(broker, ctx(7), create_request("t")))
         assert not task.done()
         # The controller has the topic; the broker does not act on it before the commit.
         assert broker.controller.image.topic("t") is not None
         assert broker.image.topic("t") is None and hosted(broker) == []
-        broker.controller.commit(broker.controller.last_offset)
+        quorum.replicate()
         await settle()
         [result] = task.result().topics
         assert result.error_code == ErrorCode.NONE and result.num_partitions == 2
@@ -234,10 +251,9 @@ def test_create_topics_answers_only_after_the_commit() -> None:
 
 def test_delete_topics_and_alter_configs_wait_for_the_commit() -> None:
     async def scenario() -> None:
-        broker, _ = node(commit_on_append=False)
-        c = broker.controller
+        broker, _, quorum = delayed_node()
         created = await pending(create_topics.handle(broker, ctx(7), create_request("t")))
-        c.commit(c.last_offset)
+        quorum.replicate()
         await settle()
         assert created.done()
         log = broker.log_manager.get_log("t", 0)
@@ -254,7 +270,7 @@ def test_delete_topics_and_alter_configs_wait_for_the_commit() -> None:
         )
         altered = await pending(alter_configs.handle(broker, ctx(2), request))
         assert not altered.done() and log.config.retention_ms != 7
-        c.commit(c.last_offset)
+        quorum.replicate()
         await settle()
         assert altered.result().responses[0].error_code == ErrorCode.NONE
         assert log.config.retention_ms == 7
@@ -263,7 +279,7 @@ def test_delete_topics_and_alter_configs_wait_for_the_commit() -> None:
             delete_topics.handle(broker, ctx(5), dt.DeleteTopicsRequest(topic_names=["t"]))
         )
         assert not deleted.done() and hosted(broker) == [("t", 0), ("t", 1)]
-        c.commit(c.last_offset)
+        quorum.replicate()
         await settle()
         assert deleted.result().responses[0].error_code == ErrorCode.NONE
         assert hosted(broker) == []
@@ -273,7 +289,7 @@ def test_delete_topics_and_alter_configs_wait_for_the_commit() -> None:
 
 def test_validate_only_answers_without_waiting() -> None:
     async def scenario() -> None:
-        broker, _ = node(commit_on_append=False)
+        broker, _, quorum = delayed_node()
         request = create_request("t")
         request.validate_only = True
         task = await pending(create_topics.handle(broker, ctx(7), request))
@@ -284,14 +300,14 @@ def test_validate_only_answers_without_waiting() -> None:
 
 def test_a_failed_metadata_append_fails_the_waiting_handlers() -> None:
     async def scenario() -> None:
-        broker, fs = node(commit_on_append=False)
+        broker, fs, quorum = delayed_node()
         first = await pending(create_topics.handle(broker, ctx(7), create_request("a")))
         fs.fail_next("sync", ".log")
         second = await pending(create_topics.handle(broker, ctx(7), create_request("b")))
-        assert isinstance(second.exception(), MetadataLogFailedError)
-        assert isinstance(first.exception(), MetadataLogFailedError)
+        assert isinstance(second.exception(), RaftLogFailedError)
+        assert isinstance(first.exception(), RaftLogFailedError)
         later = await pending(create_topics.handle(broker, ctx(7), create_request("c")))
-        assert isinstance(later.exception(), MetadataLogFailedError)
+        assert isinstance(later.exception(), RaftLogFailedError)
         assert broker.image.topic("a") is None  # never committed, never acted on
 
     on_loop(scenario)
@@ -302,7 +318,7 @@ def test_a_failed_metadata_append_fails_the_waiting_handlers() -> None:
 
 def test_one_node_composes_a_broker_role_and_a_controller_role() -> None:
     async def scenario() -> None:
-        broker, _ = node(commit_on_append=False)
+        broker, _, quorum = delayed_node()
         assert broker.controller_channel is broker.controller_server.channel
         broker.controller.create_topics([CreatableTopic("t", 1)])
         # The broker's image is the committed one, not the controller's own.

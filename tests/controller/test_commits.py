@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
@@ -20,33 +20,39 @@ from millpond.controller.image import (
     MetadataDelta,
     MetadataImage,
 )
-from millpond.controller.metadata_log import MetadataLogFailedError
+from millpond.controller.raft.client import RaftLogFailedError
 from millpond.controller.replication_control import CreatableTopic
+from millpond.controller.results import NotControllerError
 from millpond.storage.clock import ManualClock
 from millpond.storage.fs import MemFileSystem
 from millpond.wire.errors import ErrorCode
 
-from .helpers import CLUSTER_ID, ENDPOINT, LOG_DIR, NODE_ID, mem_fs
+from .helpers import CLUSTER_ID, ENDPOINT, LOG_DIR, NODE_ID, mem_fs, open_controller
+from .quorum_peer import TwoVoters
 
 T = TypeVar("T")
 
 
-def delayed(fs: MemFileSystem) -> QuorumController:
-    """A controller whose commits wait for :meth:`QuorumController.commit`, as a quorum's
-    high watermark makes them wait for the voters; its broker registered, unfenced and
-    committed."""
+class Delayed(NamedTuple):
+    controller: QuorumController
+    quorum: TwoVoters
+
+
+def delayed(fs: MemFileSystem) -> Delayed:
+    """A controller whose commits wait for its quorum's second voter to fetch; its
+    broker registered, unfenced and committed."""
+    clock = ManualClock()
+    quorum = TwoVoters(fs, LOG_DIR, clock)
     controller = QuorumController(
-        fs,
-        LOG_DIR,
-        ManualClock(),
-        random.Random(7),
-        ControllerConfig(NODE_ID, CLUSTER_ID),
-        commit_on_append=False,
+        quorum.client, clock, random.Random(7), ControllerConfig(NODE_ID, CLUSTER_ID)
     )
+    quorum.elect()
+    quorum.replicate()
+    assert controller.is_active
     epoch = controller.register_broker(NODE_ID, [ENDPOINT]).response.broker_epoch
     assert controller.unfence_broker(NODE_ID, epoch).response.is_success
-    controller.commit(controller.last_offset)
-    return controller
+    quorum.replicate()
+    return Delayed(controller, quorum)
 
 
 class Recorder:
@@ -58,67 +64,106 @@ class Recorder:
 
 
 def test_the_controller_image_runs_ahead_of_the_committed_one() -> None:
-    controller = delayed(mem_fs())
+    controller, quorum = delayed(mem_fs())
     listener = Recorder()
     controller.register_listener(listener)
     bootstrap = controller.committed_image
     assert bootstrap.features and not bootstrap.brokers[NODE_ID].fenced
     controller.create_topics([CreatableTopic("a", 2)])
     first = controller.last_offset
-    controller.create_topics([CreatableTopic("b", 1)])
-    assert {"a", "b"} <= set(controller.image.topic_ids_by_name)
+    assert controller.image.topic("a") is not None
     assert controller.committed_image is bootstrap and listener.batches == []
 
-    controller.commit(first)
+    quorum.replicate()
     [(delta, image)] = listener.batches
     assert delta.base is bootstrap and image is controller.committed_image
-    assert image.topic("a") is not None and image.topic("b") is None
-    assert image.offset == first
+    assert image.topic("a") is not None and image.offset == first
 
-    controller.commit(controller.last_offset)
+    controller.create_topics([CreatableTopic("b", 1)])
+    assert len(listener.batches) == 1 and controller.image.topic("b") is not None
+    quorum.replicate()
     assert [i.topic("b") is not None for _, i in listener.batches] == [False, True]
     assert listener.batches[1][0].base is listener.batches[0][1]  # in log order
     assert controller.committed_image == controller.image
 
 
-def test_the_bootstrap_is_committed_at_once_even_when_commits_wait() -> None:
+def test_a_controller_takes_operations_once_it_leads_and_has_replayed_the_log() -> None:
+    clock = ManualClock()
+    quorum = TwoVoters(mem_fs(), LOG_DIR, clock)
     controller = QuorumController(
-        mem_fs(),
-        LOG_DIR,
-        ManualClock(),
-        random.Random(7),
-        ControllerConfig(NODE_ID, CLUSTER_ID),
-        commit_on_append=False,
+        quorum.client, clock, random.Random(7), ControllerConfig(NODE_ID, CLUSTER_ID)
     )
+    with pytest.raises(NotControllerError, match="not the active controller"):
+        controller.create_topics([CreatableTopic("early", 1)])
+    quorum.elect()  # an empty log has nothing to replay: active, and the bootstrap goes in
+    assert controller.is_active and "metadata.version" in controller.image.features
+    assert "metadata.version" not in controller.committed_image.features
+    quorum.replicate()
     assert controller.committed_image == controller.image
-    assert "metadata.version" in controller.committed_image.features
+
+
+def test_a_standby_replays_what_the_leader_commits() -> None:
+    fs = mem_fs()
+    clock = ManualClock()
+    quorum = TwoVoters(fs, LOG_DIR, clock)
+    active = QuorumController(
+        quorum.client, clock, random.Random(7), ControllerConfig(NODE_ID, CLUSTER_ID)
+    )
+    standby = QuorumController(
+        quorum.peer, clock, random.Random(8), ControllerConfig(2, CLUSTER_ID)
+    )
+    listener = Recorder()
+    standby.register_listener(listener)
+    quorum.elect()
+    quorum.replicate()
+    active.create_topics([CreatableTopic("a", 2)])
+    quorum.replicate()
+    assert not standby.is_active
+    # The follower learns the high watermark on its next fetch.
+    quorum.replicate()
+    assert standby.committed_image.topic("a") == active.committed_image.topic("a")
+    assert listener.batches and listener.batches[-1][1] is standby.committed_image
+    with pytest.raises(NotControllerError, match="leader 1"):
+        standby.create_topics([CreatableTopic("b", 1)])
 
 
 def test_when_committed_calls_back_on_the_commit_not_on_the_append() -> None:
-    controller = delayed(mem_fs())
+    controller, quorum = delayed(mem_fs())
     seen: list[BaseException | None] = []
     controller.create_topics([CreatableTopic("a", 1)])
     offset = controller.last_offset
     controller.when_committed(offset, seen.append)
     assert seen == []
-    controller.commit(offset - 1)
-    assert seen == []
-    controller.commit(offset)
+    quorum.replicate()
     assert seen == [None]
     controller.when_committed(offset, seen.append)  # already committed: at once
     assert seen == [None, None]
 
 
+def test_a_controller_that_steps_down_fails_what_waits() -> None:
+    controller, quorum = delayed(mem_fs())
+    seen: list[BaseException | None] = []
+    controller.create_topics([CreatableTopic("a", 1)])
+    controller.when_committed(controller.last_offset, seen.append)
+    committed = controller.committed_image
+    quorum.client.resign(quorum.clock.monotonic_ms())
+    [error] = seen
+    assert isinstance(error, NotControllerError) and "no longer" in str(error)
+    assert not controller.is_active and controller.image is committed
+    with pytest.raises(NotControllerError):
+        controller.create_topics([CreatableTopic("b", 1)])
+
+
 def test_a_failed_append_fails_what_waits_and_what_comes_later() -> None:
     fs = mem_fs()
-    controller = delayed(fs)
+    controller, _ = delayed(fs)
     seen: list[BaseException | None] = []
     controller.create_topics([CreatableTopic("a", 1)])
     controller.when_committed(controller.last_offset, seen.append)
     fs.fail_next("sync", ".log")
-    with pytest.raises(MetadataLogFailedError):
+    with pytest.raises(RaftLogFailedError):
         controller.create_topics([CreatableTopic("b", 1)])
-    assert len(seen) == 1 and isinstance(seen[0], MetadataLogFailedError)
+    assert len(seen) == 1 and isinstance(seen[0], RaftLogFailedError)
     controller.when_committed(controller.last_offset + 10, seen.append)
     assert len(seen) == 2 and seen[1] is seen[0]
 
@@ -138,13 +183,13 @@ async def settle() -> None:
 
 def test_the_channel_answers_once_the_records_are_committed() -> None:
     async def scenario() -> None:
-        controller = delayed(mem_fs())
+        controller, quorum = delayed(mem_fs())
         channel = LocalControllerChannel(controller)
         task = asyncio.ensure_future(channel.create_topics([CreatableTopic("a", 3)]))
         await settle()
         assert not task.done()  # appended, durable, not committed: no answer yet
         assert controller.image.topic("a") is not None
-        controller.commit(controller.last_offset)
+        quorum.replicate()
         await settle()
         [result] = task.result()
         assert result.error.is_success and result.num_partitions == 3
@@ -154,7 +199,7 @@ def test_the_channel_answers_once_the_records_are_committed() -> None:
 
 def test_validate_only_and_refused_operations_complete_without_a_commit() -> None:
     async def scenario() -> None:
-        controller = delayed(mem_fs())
+        controller, quorum = delayed(mem_fs())
         channel = LocalControllerChannel(controller)
         end = controller.last_offset
         [checked] = await channel.create_topics([CreatableTopic("a", 1)], validate_only=True)
@@ -173,16 +218,16 @@ def test_validate_only_and_refused_operations_complete_without_a_commit() -> Non
 def test_a_failed_append_fails_the_pending_and_the_later_operations() -> None:
     async def scenario() -> None:
         fs = mem_fs()
-        controller = delayed(fs)
+        controller, _ = delayed(fs)
         channel = LocalControllerChannel(controller)
         pending = asyncio.ensure_future(channel.create_topics([CreatableTopic("a", 1)]))
         await settle()
         fs.fail_next("sync", ".log")
-        with pytest.raises(MetadataLogFailedError):
+        with pytest.raises(RaftLogFailedError):
             await channel.create_topics([CreatableTopic("b", 1)])
         await settle()
-        assert isinstance(pending.exception(), MetadataLogFailedError)
-        with pytest.raises(MetadataLogFailedError):
+        assert isinstance(pending.exception(), RaftLogFailedError)
+        with pytest.raises(RaftLogFailedError):
             await channel.create_topics([CreatableTopic("c", 1)])
 
     run(scenario())
@@ -190,9 +235,7 @@ def test_a_failed_append_fails_the_pending_and_the_later_operations() -> None:
 
 def test_a_one_voter_controller_commits_on_the_append() -> None:
     async def scenario() -> None:
-        controller = QuorumController(
-            mem_fs(), LOG_DIR, ManualClock(), random.Random(7), ControllerConfig(1, CLUSTER_ID)
-        )
+        controller = open_controller(mem_fs())
         listener = Recorder()
         controller.register_listener(listener)
         channel = LocalControllerChannel(controller)

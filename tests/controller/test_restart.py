@@ -8,21 +8,12 @@ import pytest
 
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.controller import QuorumController
-from millpond.controller.image import ConfigResourceType, MetadataImage
-from millpond.controller.metadata_log import MetadataLog, MetadataLogFailedError
+from millpond.controller.image import ConfigResourceType
+from millpond.controller.raft.client import RaftLogFailedError
 from millpond.controller.replication_control import CreatableTopic, CreatePartitionsTopic
-from millpond.storage.clock import ManualClock
 from millpond.storage.fs import MemFileSystem
 
-from .helpers import CLUSTER_ID, LOG_DIR, NODE_ID, mem_fs, open_controller, running_node
-
-
-def replayed(fs: MemFileSystem) -> MetadataImage:
-    return (
-        MetadataLog(fs, LOG_DIR, ManualClock(), node_id=NODE_ID)
-        .replay(MetadataImage.empty(CLUSTER_ID))
-        .image
-    )
+from .helpers import NODE_ID, mem_fs, open_controller, replayed, running_node
 
 
 def busy_node(fs: MemFileSystem) -> QuorumController:
@@ -60,7 +51,7 @@ def test_a_restarted_controller_continues_from_the_log() -> None:
     before = busy_node(fs).image
     restarted = open_controller(fs, seed=99)
     after = restarted.image
-    assert restarted.epoch == 1 and after.epoch == 1
+    assert restarted.epoch == 2 and after.epoch == 2
     assert after.offset == before.offset + 1  # the new epoch's LeaderChangeMessage
     assert after._replace(offset=before.offset, epoch=before.epoch) == before
     assert restarted.skipped_records == 0
@@ -76,9 +67,9 @@ def test_a_restarted_controller_continues_from_the_log() -> None:
 def test_bootstrap_is_written_once() -> None:
     fs = mem_fs()
     first = open_controller(fs)
-    end = first.metadata_log.log_end_offset
+    end = first.raft.end_offset
     second = open_controller(fs)
-    assert second.metadata_log.log_end_offset == end + 1  # only a LeaderChangeMessage
+    assert second.raft.end_offset == end + 1  # only a LeaderChangeMessage
     assert dict(second.image.features) == {"metadata.version": 27}
 
 
@@ -95,10 +86,10 @@ def test_crash_after_an_unflushed_append_loses_it_consistently(seed: int | None)
     controller = busy_node(fs)
     committed = controller.image
     fs.fail_next("sync", ".log")
-    with pytest.raises(MetadataLogFailedError):
+    with pytest.raises(RaftLogFailedError):
         controller.create_topics([CreatableTopic("lost", 1)])
     assert controller.image == committed  # never applied
-    with pytest.raises(MetadataLogFailedError):
+    with pytest.raises(RaftLogFailedError):
         controller.create_topics([CreatableTopic("after", 1)])
     if seed is None:
         fs.crash()  # a clean power cut: every unsynced byte is gone

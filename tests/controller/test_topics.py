@@ -61,11 +61,11 @@ def test_topic_ids_are_deterministic_with_a_seed() -> None:
 
 def test_validate_only_writes_nothing() -> None:
     controller = running_node()
-    before = controller.metadata_log.log_end_offset
+    before = controller.raft.end_offset
     result = controller.create_topics([CreatableTopic("v", 2)], validate_only=True)
     assert result.records == () and result.response[0].error.code == ErrorCode.NONE
     assert controller.image.topic("v") is None
-    assert controller.metadata_log.log_end_offset == before
+    assert controller.raft.end_offset == before
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from millpond.controller.metadata_log import metadata_log_config
+from millpond.controller.metadata_log import open_metadata_log
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.kafka_log import KafkaRaftLog, decode_voters, encode_voters
 from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey, Voter, VoterSet
@@ -17,9 +17,6 @@ from millpond.controller.raft.node import RaftNode, Role
 from millpond.controller.raft.quorum_state import FileElectionStore, QuorumStateError
 from millpond.storage.clock import ManualClock
 from millpond.storage.fs import MemFileSystem, join
-from millpond.storage.leader_epochs import LeaderEpochCache
-from millpond.storage.log import Log
-from millpond.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from millpond.wire.generated.data.leader_change_message import LeaderChangeMessage
 from millpond.wire.records import ControlRecordType, iter_batches, parse_control_key
 
@@ -30,18 +27,7 @@ CONFIG = RaftConfig(cluster_id="c")
 
 
 def open_log(fs: MemFileSystem, clock: ManualClock, directory: str = DIR) -> KafkaRaftLog:
-    fs.makedirs(directory)
-    epochs = LeaderEpochCache(fs, join(directory, LEADER_EPOCH_CHECKPOINT_FILE))
-    log = Log(
-        fs,
-        directory,
-        metadata_log_config(),
-        clock,
-        recovery_point=0,
-        had_clean_shutdown=False,
-        leader_epochs=epochs,
-    )
-    return KafkaRaftLog(log, clock)
+    return open_metadata_log(fs, directory.rsplit("/", 1)[0], clock)
 
 
 def raw(log: object, offset: int = 0) -> bytes:

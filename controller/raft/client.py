@@ -1,0 +1,170 @@
+"""The Raft client: one replica's node and log, and what the state machine is told.
+
+Kafka splits KRaft the same way: ``KafkaRaftClient`` runs the protocol and tells its
+listeners (the controller, a broker's metadata loader) two things, the batches that
+committed, in log order, and who leads which epoch. :class:`RaftClient` is that, over a
+:class:`~millpond.controller.raft.node.RaftNode` and a
+:class:`~millpond.controller.raft.kafka_log.KafkaRaftLog`.
+
+Two rules carry over from Kafka. A batch is delivered once it lies wholly below the high
+watermark, and never again, whatever the replica's role. And the news that this replica
+leads is given only after every batch before its epoch's first offset was delivered, so
+a controller that becomes active has replayed all the log that earlier leaders wrote.
+
+A failed write or fsync of the log or of ``quorum-state`` leaves the client *failed*:
+what reached the page cache may or may not survive and the node's state may be halfway
+through a transition, so every later call raises :class:`RaftLogFailedError`; a restart
+recovers the log. Kafka's raft client treats such a fault as fatal too.
+
+Sans-I/O like the node: the driver hands in the time, messages and ticks, and sends the
+outbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol, TypeVar
+
+from millpond.controller.raft.kafka_log import KafkaRaftLog
+from millpond.controller.raft.messages import DescribeQuorumResponse, Message
+from millpond.controller.raft.node import Outgoing, RaftNode, Role
+from millpond.wire.records import RecordBatch
+
+__all__ = ["LeaderAndEpoch", "RaftClient", "RaftListener", "RaftLogFailedError"]
+
+T = TypeVar("T")
+
+#: How much of the log one delivery reads.
+DELIVERY_BYTES = 1024 * 1024
+
+
+class RaftLogFailedError(OSError):
+    """A write or fsync of the metadata log or its quorum-state failed; restart to
+    recover the log and replay it."""
+
+
+class LeaderAndEpoch(NamedTuple):
+    epoch: int
+    #: -1 while no leader is known.
+    leader_id: int
+
+
+class RaftListener(Protocol):
+    def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
+        """Committed batches (data and control), in log order, each delivered once."""
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        """A new epoch or a newly known leader. When it names this replica, every
+        batch before the epoch's first offset has been delivered."""
+
+
+class RaftClient:
+    """One replica and its listener (see the module docstring)."""
+
+    def __init__(self, node: RaftNode, log: KafkaRaftLog) -> None:
+        self.node = node
+        self.log = log
+        self._listener: RaftListener | None = None
+        #: The next offset to deliver.
+        self._delivered = log.start_offset
+        self._told: LeaderAndEpoch | None = None
+        self._failure: RaftLogFailedError | None = None
+
+    # -- what the state machine reads ----------------------------------------------------
+
+    @property
+    def node_id(self) -> int:
+        return self.node.key.id
+
+    @property
+    def leader(self) -> LeaderAndEpoch:
+        """The epoch and its leader; a leader stepping down (or restarted) leads no more."""
+        node = self.node
+        if node.leader_id == node.key.id and node.role is not Role.LEADER:
+            return LeaderAndEpoch(node.epoch, -1)
+        return LeaderAndEpoch(node.epoch, node.leader_id)
+
+    @property
+    def high_watermark(self) -> int:
+        return self.node.high_watermark
+
+    @property
+    def is_leader(self) -> bool:
+        return self.node.role is Role.LEADER
+
+    @property
+    def end_offset(self) -> int:
+        return self.log.end_offset
+
+    def describe(self, now: int) -> DescribeQuorumResponse:
+        return self.node.describe(now)
+
+    # -- the listener --------------------------------------------------------------------
+
+    def register(self, listener: RaftListener) -> None:
+        """Start delivering to ``listener``: what is committed already, at once."""
+        assert self._listener is None, "one listener per client"
+        self._listener = listener
+        self._deliver()
+
+    def _deliver(self) -> None:
+        listener = self._listener
+        if listener is None:
+            return
+        hw = self.node.high_watermark
+        while self._delivered < hw:
+            batches = list(self.log.batches(self._delivered, hw, DELIVERY_BYTES))
+            if not batches:
+                break
+            self._delivered = batches[-1].next_offset
+            listener.handle_commit(batches)
+        leader = self.leader
+        if leader == self._told:
+            return
+        if leader.leader_id == self.node_id and self._delivered < self.node.epoch_start_offset:
+            return  # told once the earlier epochs' batches are all delivered
+        self._told = leader
+        listener.handle_leader_change(leader)
+
+    # -- the driver's entry points ---------------------------------------------------------
+
+    def _guarded(self, action: Callable[[], T]) -> T:
+        if self._failure is not None:
+            raise self._failure
+        try:
+            result = action()
+        except OSError as exc:
+            self._failure = RaftLogFailedError(
+                exc.errno, f"metadata log {self.log.log.directory} failed: {exc}"
+            )
+            raise self._failure from exc
+        self._deliver()
+        return result
+
+    def append(self, now: int, payloads: Sequence[bytes]) -> int:
+        """Append records as the leader (flushed); returns the offset of the last one.
+        :class:`~millpond.controller.raft.node.NotLeaderError` if this is not the leader."""
+        return self._guarded(lambda: self.node.append(now, payloads))
+
+    def handle(
+        self, now: int, source: int, correlation: int, message: Message, *, is_response: bool
+    ) -> None:
+        self._guarded(
+            lambda: self.node.handle(now, source, correlation, message, is_response=is_response)
+        )
+
+    def poll(self, now: int) -> None:
+        self._guarded(lambda: self.node.poll(now))
+
+    def resign(self, now: int) -> None:
+        self._guarded(lambda: self.node.resign(now))
+
+    def take_outbox(self) -> list[Outgoing]:
+        return self.node.take_outbox()
+
+    def wakeup_at(self) -> int:
+        return self.node.wakeup_at()
+
+    def close(self) -> None:
+        if self._failure is None:
+            self.log.log.close()

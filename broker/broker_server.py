@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from millpond.broker.control.service import BrokerControl
     from millpond.broker.metadata_publisher import BrokerMetadataPublisher
     from millpond.broker.server import KafkaConnection
-    from millpond.controller.channel import ControllerChannel, MetadataFeed
+    from millpond.controller.channel import ControllerChannel, MetadataFeed, QuorumRequests
 
 _log = logging.getLogger("millpond.broker")
 
@@ -78,8 +78,11 @@ class BrokerServer:
         trace: RequestTrace | None,
         listeners: tuple[ListenerPlan, ...] | None = None,
         authorizer: Authorizer | None = None,
+        quorum: QuorumRequests | None = None,
     ) -> None:
         self.node_id = node_id
+        #: Where the controller listener's KRaft requests go (None: no controller here).
+        self.quorum = quorum
         #: Where each request is traced (``millpond serve --trace``), if anywhere.
         self.trace = trace
         #: The configuration DescribeConfigs reports.

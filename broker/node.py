@@ -155,6 +155,7 @@ class Broker(BrokerServer):
             rng=rng,
             channel=self.controller_server.channel,
             metadata=self.controller_server,
+            quorum=self.controller_server,
             trace=trace,
         )
 
@@ -195,9 +196,13 @@ class Broker(BrokerServer):
         directly (their operations still reach the broker only once committed)."""
         return self.controller_server.controller
 
+    async def start(self) -> None:
+        await self.controller_server.start()
+        await super().start()
+
     async def stop(self) -> None:
         await super().stop()
-        self.controller_server.close()
+        await self.controller_server.stop()
         for lock in self._locks:
             lock.release()
 

@@ -277,8 +277,8 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 SERVED_PROTOCOLS = ("PLAINTEXT",)
 #: The controller's APIs millpond serves on a controller listener: the admin APIs its
 #: handlers answer as the controller would (topics, partitions, configs, features) and
-#: ApiVersions. Raft's Fetch and DescribeCluster's list of controllers need a quorum.
-CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 44, 57})
+#: ApiVersions; the KRaft APIs come from ``CONTROLLER_ROUTES``.
+CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 44, 57, 60})
 
 
 class ListenerPlan(NamedTuple):
@@ -356,7 +356,13 @@ class Listeners:
         for plan in plans:
             served = listener_routes(routes, plan.info.controller)
             if plan.info.controller:
-                served = tuple(r for r in served if r.api_key in CONTROLLER_APIS)
+                from millpond.broker.handlers import CONTROLLER_ROUTES  # noqa: PLC0415
+
+                raft = {r.api_key for r in CONTROLLER_ROUTES}
+                served = (
+                    *(r for r in served if r.api_key in CONTROLLER_APIS and r.api_key not in raft),
+                    *CONTROLLER_ROUTES,
+                )
             dispatcher = Dispatcher(served, authorizer, _BrokerTopics(broker))
             self.servers.append(
                 KafkaServer(

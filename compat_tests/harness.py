@@ -68,11 +68,14 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 @contextmanager
-def millpond_server(work_dir: Path, *overrides: str, trace: Path | None = None) -> Iterator[str]:
+def millpond_server(
+    work_dir: Path, *overrides: str, trace: Path | None = None, controller_port: int | None = None
+) -> Iterator[str]:
     """Run ``millpond serve`` on a free loopback port with its data in ``work_dir/data`` and
     its output (stdout and stderr) in ``work_dir/millpond.log``; yield its bootstrap
     ``127.0.0.1:PORT`` once it says it is listening. ``overrides`` are extra ``key=value``
-    broker properties; ``trace`` is where it traces every request (``--trace``). On exit:
+    broker properties; ``trace`` is where it traces every request (``--trace``);
+    ``controller_port``: also a controller listener there (``CONTROLLER``). On exit:
     SIGTERM, and SIGKILL if it has not stopped within 30 s."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data = work_dir / "data"
@@ -81,7 +84,14 @@ def millpond_server(work_dir: Path, *overrides: str, trace: Path | None = None) 
     command = [sys.executable, "-m", "millpond", "serve"]
     if trace is not None:
         command += ["--trace", str(trace)]
-    for override in (f"log.dirs={data}", f"listeners=PLAINTEXT://127.0.0.1:{port}", *overrides):
+    listeners = [f"listeners=PLAINTEXT://127.0.0.1:{port}"]
+    if controller_port is not None:
+        listeners = [
+            f"{listeners[0]},CONTROLLER://127.0.0.1:{controller_port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+        ]
+    for override in (f"log.dirs={data}", *listeners, *overrides):
         command += ["--override", override]
     if shutil.which("setpriv"):  # util-linux: SIGTERM the broker if the test run dies first
         command = ["setpriv", "--pdeathsig", "TERM", *command]

@@ -12,13 +12,21 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from compat_tests.harness import create_topic
-from compat_tests.kafka.reference import TOOL_JVM, TOOLS_LOG4J, kafka_classpath, run_tool
+from compat_tests.harness import create_topic, millpond_server
+from compat_tests.kafka.reference import (
+    TOOL_JVM,
+    TOOLS_LOG4J,
+    RunningBroker,
+    free_port,
+    kafka_classpath,
+    run_tool,
+)
 
 pytestmark = pytest.mark.compat
 
@@ -414,3 +422,52 @@ def test_consumer_group_command(broker_bootstrap: str) -> None:
     deleted = _tool(GROUPS, [*server, "--delete", "--group", group])
     assert "successful" in deleted, deleted
     assert group not in _tool(GROUPS, [*server, "--list"]).split()
+
+
+def _status(text: str) -> dict[str, str]:
+    return {
+        key.strip(): value.strip()
+        for key, _, value in (line.partition(":") for line in text.splitlines())
+        if value
+    }
+
+
+def _quorum_views(controller: str, bootstrap: str) -> list[tuple[dict[str, str], str]]:
+    """MetadataQuorumCommand's status and replication, through the controller listener
+    and through the broker listener."""
+    views = []
+    for flag, address in (
+        ("--bootstrap-controller", controller),
+        ("--bootstrap-server", bootstrap),
+    ):
+        status = _tool(f"{TOOLS}.MetadataQuorumCommand", [flag, address, "describe", "--status"])
+        replication = _tool(
+            f"{TOOLS}.MetadataQuorumCommand", [flag, address, "describe", "--replication"]
+        )
+        views.append((_status(status), replication))
+    return views
+
+
+def _check_one_voter_quorum(views: list[tuple[dict[str, str], str]]) -> None:
+    for status, replication in views:
+        assert status["LeaderId"] == "1" and int(status["LeaderEpoch"]) >= 1, status
+        assert int(status["HighWatermark"]) > 0 and status["MaxFollowerLag"] == "0", status
+        assert json.loads(status["CurrentVoters"])[0]["id"] == 1, status
+        assert status["CurrentObservers"] == "[]", status
+        [header, leader] = replication.strip().splitlines()
+        assert header.split()[:4] == ["NodeId", "DirectoryId", "LogEndOffset", "Lag"]
+        cells = leader.split()
+        assert cells[0] == "1" and cells[3] == "0" and cells[-1] == "Leader", replication
+        assert abs(int(cells[4]) - time.time() * 1000) < 120_000, replication  # wall clock
+
+
+def test_metadata_quorum_command(tmp_path: Path, reference_kafka: RunningBroker) -> None:
+    """``kafka-metadata-quorum describe`` reads a one-node quorum the same way from Kafka
+    and from millpond, through either listener."""
+    ports = reference_kafka.ports
+    _check_one_voter_quorum(
+        _quorum_views(f"127.0.0.1:{ports.adv_controller}", reference_kafka.bootstrap)
+    )
+    controller_port = free_port()
+    with millpond_server(tmp_path, controller_port=controller_port) as bootstrap:
+        _check_one_voter_quorum(_quorum_views(f"127.0.0.1:{controller_port}", bootstrap))

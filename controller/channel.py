@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from millpond.controller.controller import MetadataListener, QuorumController
     from millpond.controller.feature_control import FeatureUpdate
     from millpond.controller.image import BrokerEndpoint, ConfigResource, MetadataImage
+    from millpond.controller.raft.keys import Endpoint
     from millpond.controller.replication_control import (
         CreatableTopic,
         CreatePartitionsResult,
@@ -39,8 +40,9 @@ if TYPE_CHECKING:
         DeleteTopicResult,
     )
     from millpond.controller.results import ApiError, ControllerResult
+    from millpond.wire import Message
 
-__all__ = ["ControllerChannel", "LocalControllerChannel", "MetadataFeed"]
+__all__ = ["ControllerChannel", "LocalControllerChannel", "MetadataFeed", "QuorumRequests"]
 
 T = TypeVar("T")
 
@@ -53,6 +55,20 @@ class MetadataFeed(Protocol):
     def committed_image(self) -> MetadataImage: ...
 
     def register_listener(self, listener: MetadataListener) -> None: ...
+
+
+class QuorumRequests(Protocol):
+    """Where a controller listener's KRaft requests (Vote, Fetch, DescribeQuorum, ...)
+    go: this node's replica of the metadata quorum."""
+
+    async def handle_raft_request(self, request: Message, version: int) -> Message: ...
+
+    @property
+    def quorum_leader_id(self) -> int:
+        """The quorum's leader, the active controller (-1 while none is known)."""
+
+    def voter_endpoints(self) -> dict[int, tuple[Endpoint, ...]]:
+        """Every voter's controller listeners as the quorum knows them, by node id."""
 
 
 class ControllerChannel(Protocol):

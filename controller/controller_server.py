@@ -10,7 +10,10 @@ default the one voter of a static set) and the
 :class:`~millpond.controller.controller.QuorumController` listening to it, hands brokers
 in the same process a
 :class:`~millpond.controller.channel.LocalControllerChannel`, and feeds them the
-committed metadata (:meth:`register_listener`).
+committed metadata (:meth:`register_listener`). Its
+:class:`~millpond.controller.raft_driver.RaftDriver` carries the quorum's requests to the
+other voters and answers theirs (:meth:`handle_raft_request`, from the controller
+listener).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from typing import TYPE_CHECKING
 from millpond.controller.channel import LocalControllerChannel
 from millpond.controller.controller import ControllerConfig, MetadataListener, QuorumController
 from millpond.controller.metadata_log import open_raft_client
+from millpond.controller.peer_channel import PeerChannel
+from millpond.controller.raft import codec
+from millpond.controller.raft.config import RaftConfig
+from millpond.controller.raft.keys import Endpoint, VoterSet
+from millpond.controller.raft_driver import RaftDriver
 
 if TYPE_CHECKING:
     import random
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
     from millpond.controller.raft.client import RaftClient
     from millpond.storage.clock import Clock
     from millpond.storage.fs import FileSystem
+    from millpond.wire import Message
 
 __all__ = ["ControllerServer"]
 
@@ -42,14 +51,36 @@ class ControllerServer:
         config: ControllerConfig,
         *,
         raft: RaftClient | None = None,
+        voters: VoterSet | None = None,
+        raft_config: RaftConfig | None = None,
     ) -> None:
-        """``raft``: this node's replica of the quorum, if not the default one-voter
-        quorum over ``metadata_log_dir``."""
+        """``voters`` and ``raft_config``: the quorum (``controller.quorum.*``); by
+        default this node alone. ``raft``: a replica opened by the caller instead."""
         self.config = config
+        raft_config = raft_config or RaftConfig(kraft_version=0)
         if raft is None:
-            raft = open_raft_client(fs, metadata_log_dir, clock, rng, node_id=config.node_id)
+            raft = open_raft_client(
+                fs,
+                metadata_log_dir,
+                clock,
+                rng,
+                node_id=config.node_id,
+                voters=voters,
+                config=raft_config,
+            )
         self.raft = raft
         self.controller = QuorumController(raft, clock, rng, config)
+        self.driver = RaftDriver(
+            raft,
+            PeerChannel(
+                self._address_of,
+                codec.SUPPORTED_VERSIONS,
+                client_id=f"raft-client-{config.node_id}",
+                request_timeout_ms=raft_config.request_timeout_ms,
+            ),
+            clock,
+            endpoints_of=self._endpoints_of,
+        )
         #: What a broker in this process submits its controller operations to.
         self.channel = LocalControllerChannel(self.controller)
 
@@ -60,6 +91,33 @@ class ControllerServer:
     def register_listener(self, listener: MetadataListener) -> None:
         """Feed ``listener`` each committed batch from now on (a broker's loader)."""
         self.controller.register_listener(listener)
+
+    def _endpoints_of(self, node_id: int) -> tuple[Endpoint, ...]:
+        voter = self.raft.node.voters.get(node_id)
+        return () if voter is None else voter.endpoints
+
+    def _address_of(self, node_id: int) -> tuple[str, int] | None:
+        endpoints = self._endpoints_of(node_id)
+        return (endpoints[0].host, endpoints[0].port) if endpoints else None
+
+    async def start(self) -> None:
+        """Start carrying the quorum's messages (on the running event loop)."""
+        self.driver.start()
+
+    async def handle_raft_request(self, request: Message, version: int) -> Message:
+        """A KRaft request from the controller listener, answered once the quorum has."""
+        return await self.driver.handle_request(request, version)
+
+    @property
+    def quorum_leader_id(self) -> int:
+        return self.raft.leader.leader_id
+
+    def voter_endpoints(self) -> dict[int, tuple[Endpoint, ...]]:
+        return {v.key.id: v.endpoints for v in self.raft.node.voters}
+
+    async def stop(self) -> None:
+        await self.driver.stop()
+        self.controller.close()
 
     def close(self) -> None:
         self.controller.close()

@@ -10,6 +10,11 @@ Behaviour, as Apache Kafka 4.4 (a broker listener):
 - ``include_cluster_authorized_operations``: with no authorizer, Kafka grants every
   CLUSTER operation; the bitfield says so. Otherwise it keeps its "not requested" value.
 
+On a controller listener, as Kafka's controller: ``endpoint_type`` must be 2 (else
+MISMATCHED_ENDPOINT_TYPE); the answer lists the quorum's voters with their controller
+listener (this node's as it listens), and the controller id is the quorum's leader.
+DescribeCluster v0 has no endpoint type and is refused there (UNSUPPORTED_VERSION).
+
 Version notes: v1 adds endpoint_type (KIP-919); v2 adds fenced brokers (KIP-1073).
 """
 
@@ -44,6 +49,8 @@ def handle(
         return DescribeClusterResponse(
             error_code=code, error_message=f"Unsupported endpoint type {wanted}"
         )
+    if ctx.listener.controller:
+        return _controllers(broker, ctx, request, wanted)
     if wanted != BROKERS:
         code = ErrorCode.MISMATCHED_ENDPOINT_TYPE if version >= 1 else ErrorCode.INVALID_REQUEST
         return DescribeClusterResponse(
@@ -70,6 +77,46 @@ def handle(
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id if broker.node_id in listed else -1,
         brokers=brokers,
+    )
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = CLUSTER_OPERATIONS
+    return response
+
+
+def _controllers(
+    broker: BrokerServer, ctx: RequestContext, request: DescribeClusterRequest, wanted: int
+) -> DescribeClusterResponse:
+    quorum = broker.quorum
+    if ctx.api_version < 1 or quorum is None:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            error_message="DescribeCluster v0 cannot ask a controller for controllers",
+        )
+    if wanted != CONTROLLERS:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            error_message="The request was sent to an endpoint of type CONTROLLER, but we "
+            "wanted an endpoint of type BROKER",
+        )
+    plan = broker.listeners.plans[ctx.listener.name]
+    wildcard = plan.host in ("", "::") or plan.host == "0.0.0.0"  # noqa: S104 (a check, not a bind)
+    here_host = "localhost" if wildcard else plan.host
+    here_port = broker.listeners.by_name[ctx.listener.name].port
+    controllers = []
+    for node_id, endpoints in sorted(quorum.voter_endpoints().items()):
+        if node_id == broker.node_id:
+            host, port = here_host, here_port
+        else:
+            found = next((e for e in endpoints if e.listener == ctx.listener.name), None)
+            if found is None:
+                continue
+            host, port = found.host, found.port
+        controllers.append(DescribeClusterBroker(broker_id=node_id, host=host, port=port))
+    response = DescribeClusterResponse(
+        endpoint_type=CONTROLLERS,
+        cluster_id=broker.cluster_id,
+        controller_id=quorum.quorum_leader_id,
+        brokers=controllers,
     )
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = CLUSTER_OPERATIONS

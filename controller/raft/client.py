@@ -69,6 +69,7 @@ class RaftClient:
         self._delivered = log.start_offset
         self._told: LeaderAndEpoch | None = None
         self._failure: RaftLogFailedError | None = None
+        self._waker: Callable[[], None] | None = None
 
     # -- what the state machine reads ----------------------------------------------------
 
@@ -98,6 +99,11 @@ class RaftClient:
 
     def describe(self, now: int) -> DescribeQuorumResponse:
         return self.node.describe(now)
+
+    def set_waker(self, waker: Callable[[], None]) -> None:
+        """Called after every step that may have left messages to send (an append
+        answers parked fetches): how the driver learns it has work."""
+        self._waker = waker
 
     # -- the listener --------------------------------------------------------------------
 
@@ -139,6 +145,8 @@ class RaftClient:
             )
             raise self._failure from exc
         self._deliver()
+        if self._waker is not None:
+            self._waker()
         return result
 
     def append(self, now: int, payloads: Sequence[bytes]) -> int:

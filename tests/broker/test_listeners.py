@@ -14,6 +14,7 @@ from millpond.broker.authorization import Action, ResourceType
 from millpond.broker.config import ConfigError, build_config
 from millpond.broker.config_defs_listeners import Listener
 from millpond.broker.context import RequestContext
+from millpond.broker.handlers import CONTROLLER_ROUTES
 from millpond.broker.server import CONTROLLER_APIS, plan_listeners
 from millpond.testing.embedded import broker as embedded_broker
 from millpond.wire.errors import ErrorCode
@@ -52,7 +53,8 @@ def test_each_listener_answers_with_its_own_endpoint_and_routes() -> None:
         # The controller listener serves the controller's APIs, not the broker's.
         controller = Client(ports["CONTROLLER"])
         _, versions = controller.request(VERSIONS, 3)
-        assert {k.api_key for k in versions.api_keys} == CONTROLLER_APIS
+        raft = {r.api_key for r in CONTROLLER_ROUTES}
+        assert {k.api_key for k in versions.api_keys} == CONTROLLER_APIS | raft
         with pytest.raises(ConnectionError):
             controller.request(MetadataRequest(topics=None), 12)
         # Registered with the controller: the broker listeners, not the controller's.

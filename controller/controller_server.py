@@ -53,9 +53,11 @@ class ControllerServer:
         raft: RaftClient | None = None,
         voters: VoterSet | None = None,
         raft_config: RaftConfig | None = None,
+        observer: bool = False,
     ) -> None:
         """``voters`` and ``raft_config``: the quorum (``controller.quorum.*``); by
-        default this node alone. ``raft``: a replica opened by the caller instead."""
+        default this node alone; ``observer``: follow the quorum's log without ever
+        voting. ``raft``: a replica opened by the caller instead."""
         self.config = config
         raft_config = raft_config or RaftConfig(kraft_version=0)
         if raft is None:
@@ -67,6 +69,7 @@ class ControllerServer:
                 node_id=config.node_id,
                 voters=voters,
                 config=raft_config,
+                can_become_voter=not observer,
             )
         self.raft = raft
         self.controller = QuorumController(raft, clock, rng, config)

@@ -111,9 +111,11 @@ def open_raft_client(
     node_id: int,
     voters: VoterSet | None = None,
     config: RaftConfig | None = None,
+    can_become_voter: bool = True,
 ) -> RaftClient:
     """A replica of the metadata quorum over ``log_dir``; by default the only voter of a
-    static voter set (``kraft.version`` 0), which elects itself before this returns."""
+    static voter set (``kraft.version`` 0), which elects itself before this returns.
+    ``can_become_voter=False``: an observer that never votes (a broker)."""
     config = config or RaftConfig(kraft_version=0)
     voters = voters or VoterSet([Voter(ReplicaKey(node_id))])
     log = open_metadata_log(fs, log_dir, clock)
@@ -137,6 +139,7 @@ def open_raft_client(
             rng,
             clock.monotonic_ms(),
             bootstrap_voters=voters,
+            can_become_voter=can_become_voter,
         )
     except BaseException:
         log.log.close()

@@ -54,6 +54,8 @@ def test_a_millpond_observer_follows_a_kafka_controller(
     names = [f"mixed-observed-{i}" for i in range(3)]
     topic_ids = _kafka_topic_ids(reference_kafka.bootstrap, names)
     meta = read_meta_properties(OsFileSystem(), str(reference_kafka.log_dir / "meta.properties"))
+    assert meta.cluster_id is not None
+    cluster_id = meta.cluster_id
     controller = Endpoint("CONTROLLER", "127.0.0.1", reference_kafka.ports.adv_controller)
 
     async def follow() -> ControllerServer:
@@ -62,9 +64,9 @@ def test_a_millpond_observer_follows_a_kafka_controller(
             str(tmp_path),
             SystemClock(),
             random.Random(1),
-            ControllerConfig(OBSERVER_ID, meta.cluster_id),
+            ControllerConfig(OBSERVER_ID, cluster_id),
             voters=VoterSet([Voter(ReplicaKey(1), (controller,))]),
-            raft_config=RaftConfig(cluster_id=meta.cluster_id, kraft_version=1),
+            raft_config=RaftConfig(cluster_id=cluster_id, kraft_version=1),
             observer=True,
         )
         await server.start()

@@ -31,6 +31,7 @@ from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.controller_server import ControllerServer
+from millpond.controller.raft.keys import Endpoint
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.fs import FileSystem, OsFileSystem, join
@@ -197,8 +198,21 @@ class Broker(BrokerServer):
         return self.controller_server.controller
 
     async def start(self) -> None:
+        self.controller_server.local_endpoints = self._controller_endpoints
         await self.controller_server.start()
         await super().start()
+
+    def _controller_endpoints(self) -> tuple[Endpoint, ...]:
+        """This node's controller listeners, where the quorum's answers say its leader is."""
+        found = []
+        for server in self.listeners.servers:
+            if server.listener.controller:
+                host = self.listeners.plans[server.listener.name].host
+                wildcard = host in ("", "::") or host == "0.0.0.0"  # noqa: S104 (a check)
+                found.append(
+                    Endpoint(server.listener.name, "localhost" if wildcard else host, server.port)
+                )
+        return tuple(found)
 
     async def stop(self) -> None:
         await super().stop()

@@ -1,6 +1,8 @@
-"""millpond and Apache Kafka 4.4 in one KRaft quorum: a millpond replica follows a Kafka
-controller's ``__cluster_metadata`` over Kafka's own Fetch protocol and replays what it
-reads into the same metadata Kafka serves."""
+"""millpond and Apache Kafka 4.4 in one cluster, speaking KRaft to each other: a millpond
+replica follows a Kafka controller's ``__cluster_metadata`` over Kafka's own Fetch and
+replays it into the metadata Kafka serves; a Kafka broker follows a millpond controller,
+registers with it, is unfenced by its heartbeats, forwards admin requests to it in
+Envelopes, and serves the topics created through millpond to real clients."""
 
 from __future__ import annotations
 
@@ -9,10 +11,17 @@ import random
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 
-from compat_tests.kafka.reference import RunningBroker
+from compat_tests.harness import millpond_server
+from compat_tests.kafka.reference import (
+    Ports,
+    RunningBroker,
+    free_port,
+    kafka_classpath,
+    run_tool,
+)
 from millpond.controller.controller import ControllerConfig
 from millpond.controller.controller_server import ControllerServer
 from millpond.controller.raft.config import RaftConfig
@@ -25,6 +34,7 @@ from millpond.storage.fs import OsFileSystem
 pytestmark = pytest.mark.compat
 
 OBSERVER_ID = 3000
+KAFKA_BROKER_ID = 2
 
 
 def _kafka_topic_ids(bootstrap: str, names: list[str]) -> dict[str, bytes]:
@@ -91,3 +101,81 @@ def test_a_millpond_observer_follows_a_kafka_controller(
     voter = raft.node.voters.get(1)
     assert voter is not None and voter.key.directory_id is not None
     assert 1 in image.brokers and not image.brokers[1].fenced
+
+
+def _kafka_broker_properties(port: int, controller_port: int, log_dir: Path) -> str:
+    return "\n".join(
+        [
+            "process.roles=broker",
+            f"node.id={KAFKA_BROKER_ID}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            # millpond's default quorum is a static voter set (kraft.version 0), named so.
+            f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+            f"log.dirs={log_dir}",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "",
+        ]
+    )
+
+
+def test_a_kafka_broker_registers_with_a_millpond_controller(tmp_path: Path) -> None:
+    controller_port = free_port()
+    with millpond_server(tmp_path / "millpond", controller_port=controller_port) as bootstrap:
+        meta = read_meta_properties(
+            OsFileSystem(), str(tmp_path / "millpond" / "data" / "meta.properties")
+        )
+        work = tmp_path / "kafka"
+        work.mkdir()
+        ports = Ports.loopback()
+        kafka = RunningBroker(work, ports, kafka_classpath(), 120.0, 1)
+        kafka.properties.write_text(
+            _kafka_broker_properties(ports.plaintext, controller_port, kafka.log_dir)
+        )
+        formatted = run_tool(
+            "kafka.tools.StorageTool",
+            ["format", f"--cluster-id={meta.cluster_id}", "-c", str(kafka.properties)],
+        )
+        assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+        with kafka:
+            kafka.launch()  # returns once registered, unfenced and serving
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+            try:
+                cluster = admin.describe_cluster()
+                # Created through millpond, led by the Kafka broker.
+                admin.create_topics(
+                    [NewTopic("on-kafka", replica_assignments={0: [KAFKA_BROKER_ID]})]
+                )
+            finally:
+                admin.close()
+            assert sorted(b["broker_id"] for b in cluster["brokers"] if not b["is_fenced"]) == [
+                1,
+                KAFKA_BROKER_ID,
+            ]
+            kafka_bootstrap = f"127.0.0.1:{ports.plaintext}"
+            producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+            try:
+                for i in range(20):
+                    producer.send("on-kafka", b"v%d" % i).get(timeout=30)
+            finally:
+                producer.close()
+            consumer = KafkaConsumer(
+                "on-kafka",
+                bootstrap_servers=kafka_bootstrap,
+                auto_offset_reset="earliest",
+                consumer_timeout_ms=10_000,
+            )
+            try:
+                values = [m.value for m in consumer]
+            finally:
+                consumer.close()
+            assert values == [b"v%d" % i for i in range(20)]
+            # The data lives on the Kafka broker, in Kafka's own partition directory.
+            assert (kafka.log_dir / "on-kafka-0").is_dir()

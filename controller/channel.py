@@ -63,6 +63,9 @@ class QuorumRequests(Protocol):
 
     async def handle_raft_request(self, request: Message, version: int) -> Message: ...
 
+    async def handle_controller_request(self, request: Message, version: int) -> Message:
+        """BrokerRegistration and BrokerHeartbeat, answered once committed."""
+
     @property
     def quorum_leader_id(self) -> int:
         """The quorum's leader, the active controller (-1 while none is known)."""
@@ -115,7 +118,8 @@ class LocalControllerChannel:
     def __init__(self, controller: QuorumController) -> None:
         self._controller = controller
 
-    async def _submit(self, operation: Callable[[QuorumController], ControllerResult[T]]) -> T:
+    async def submit(self, operation: Callable[[QuorumController], ControllerResult[T]]) -> T:
+        """Run ``operation`` on the controller; its answer once its records commit."""
         controller = self._controller
         result = operation(controller)  # raises RaftLogFailedError on a failed log
         if not result.records:
@@ -137,30 +141,28 @@ class LocalControllerChannel:
     async def register_broker(
         self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
     ) -> BrokerRegistrationResult:
-        return await self._submit(lambda c: c.register_broker(broker_id, endpoints))
+        return await self.submit(lambda c: c.register_broker(broker_id, endpoints))
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:
-        return await self._submit(lambda c: c.unfence_broker(broker_id, broker_epoch))
+        return await self.submit(lambda c: c.unfence_broker(broker_id, broker_epoch))
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
-        return await self._submit(lambda c: c.allocate_producer_ids(broker_id, broker_epoch))
+        return await self.submit(lambda c: c.allocate_producer_ids(broker_id, broker_epoch))
 
     async def create_topics(
         self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
     ) -> list[CreateTopicResult]:
-        return await self._submit(lambda c: c.create_topics(topics, validate_only=validate_only))
+        return await self.submit(lambda c: c.create_topics(topics, validate_only=validate_only))
 
     async def delete_topics(
         self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
     ) -> list[DeleteTopicResult]:
-        return await self._submit(lambda c: c.delete_topics(names, topic_ids))
+        return await self.submit(lambda c: c.delete_topics(names, topic_ids))
 
     async def create_partitions(
         self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
     ) -> list[CreatePartitionsResult]:
-        return await self._submit(
-            lambda c: c.create_partitions(topics, validate_only=validate_only)
-        )
+        return await self.submit(lambda c: c.create_partitions(topics, validate_only=validate_only))
 
     async def alter_configs(
         self,
@@ -170,12 +172,12 @@ class LocalControllerChannel:
         incremental: bool = False,
     ) -> dict[ConfigResource, ApiError]:
         if incremental:
-            return await self._submit(
+            return await self.submit(
                 lambda c: c.incremental_alter_configs(resources, validate_only=validate_only)
             )
-        return await self._submit(lambda c: c.alter_configs(resources, validate_only=validate_only))
+        return await self.submit(lambda c: c.alter_configs(resources, validate_only=validate_only))
 
     async def update_features(
         self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
     ) -> dict[str, ApiError]:
-        return await self._submit(lambda c: c.update_features(updates, validate_only=validate_only))
+        return await self.submit(lambda c: c.update_features(updates, validate_only=validate_only))

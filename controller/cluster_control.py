@@ -44,10 +44,13 @@ from millpond.wire.generated.metadata.unregister_broker_record import Unregister
 
 __all__ = [
     "PRODUCER_ID_BLOCK_SIZE",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResult",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResult",
     "ProducerIdsBlock",
     "allocate_producer_ids",
+    "broker_heartbeat",
     "check_broker_epoch",
     "register_broker",
     "set_fenced",
@@ -174,6 +177,50 @@ def set_fenced(
         broker_id=broker_id, broker_epoch=broker_epoch, fenced=1 if fenced else -1
     )
     return ControllerResult((with_version(record),), NO_ERROR)
+
+
+class BrokerHeartbeatRequest(NamedTuple):
+    broker_id: int
+    broker_epoch: int
+    #: The offset of the metadata the broker has applied.
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+
+
+class BrokerHeartbeatResult(NamedTuple):
+    error: ApiError
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+def broker_heartbeat(
+    image: MetadataImage, request: BrokerHeartbeatRequest
+) -> ControllerResult[BrokerHeartbeatResult]:
+    """BrokerHeartbeat, as Kafka's controller answers it: a broker is caught up once it
+    has applied the metadata up to its own registration (its broker epoch is that
+    record's offset); a caught-up broker that does not want to be fenced is unfenced, one
+    that wants it is fenced, and one that wants to shut down is fenced and told to go
+    (it leads no partition another replica could take over from it)."""
+    error = check_broker_epoch(image, request.broker_id, request.broker_epoch)
+    if error.is_failure:
+        return ControllerResult((), BrokerHeartbeatResult(error))
+    broker = image.brokers[request.broker_id]
+    caught_up = request.current_metadata_offset >= broker.broker_epoch
+    fence = request.want_fence or request.want_shut_down
+    if not fence and not caught_up:
+        fence = broker.fenced  # stays as it is until it has caught up
+    change = set_fenced(image, request.broker_id, request.broker_epoch, fenced=fence)
+    return ControllerResult(
+        change.records,
+        BrokerHeartbeatResult(
+            NO_ERROR,
+            is_caught_up=caught_up,
+            is_fenced=fence,
+            should_shut_down=request.want_shut_down,
+        ),
+    )
 
 
 def unregister_broker(image: MetadataImage, broker_id: int) -> ControllerResult[ApiError]:

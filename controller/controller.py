@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 from millpond.controller import cluster_control, config_control, feature_control
 from millpond.controller.cluster_control import (
     PRODUCER_ID_BLOCK_SIZE,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResult,
     BrokerRegistrationRequest,
     BrokerRegistrationResult,
     ProducerIdsBlock,
@@ -316,6 +318,12 @@ class QuorumController:
             self._sessions[broker_id] = incarnation_id
         self._check_active()
         return self._commit(result)
+
+    def broker_heartbeat(
+        self, request: BrokerHeartbeatRequest
+    ) -> ControllerResult[BrokerHeartbeatResult]:
+        self._check_active()
+        return self._commit(cluster_control.broker_heartbeat(self._image, request))
 
     def unfence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
         self._check_active()

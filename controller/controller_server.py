@@ -18,10 +18,12 @@ listener).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from millpond.controller.channel import LocalControllerChannel
 from millpond.controller.controller import ControllerConfig, MetadataListener, QuorumController
+from millpond.controller.controller_apis import handle_controller_request
 from millpond.controller.metadata_log import open_raft_client
 from millpond.controller.peer_channel import PeerChannel
 from millpond.controller.raft import codec
@@ -60,6 +62,8 @@ class ControllerServer:
         voting. ``raft``: a replica opened by the caller instead."""
         self.config = config
         raft_config = raft_config or RaftConfig(kraft_version=0)
+        if raft_config.cluster_id is None:  # peers of another cluster are refused
+            raft_config = raft_config._replace(cluster_id=config.cluster_id)
         if raft is None:
             raft = open_raft_client(
                 fs,
@@ -72,6 +76,9 @@ class ControllerServer:
                 can_become_voter=not observer,
             )
         self.raft = raft
+        #: This node's controller listeners as they listen, for a voter set that does not
+        #: name them (the default one): the node that serves them sets it.
+        self.local_endpoints: Callable[[], tuple[Endpoint, ...]] = tuple
         self.controller = QuorumController(raft, clock, rng, config)
         self.driver = RaftDriver(
             raft,
@@ -97,7 +104,10 @@ class ControllerServer:
 
     def _endpoints_of(self, node_id: int) -> tuple[Endpoint, ...]:
         voter = self.raft.node.voters.get(node_id)
-        return () if voter is None else voter.endpoints
+        endpoints = () if voter is None else voter.endpoints
+        if not endpoints and node_id == self.config.node_id:
+            return self.local_endpoints()
+        return endpoints
 
     def _address_of(self, node_id: int) -> tuple[str, int] | None:
         endpoints = self._endpoints_of(node_id)
@@ -111,12 +121,15 @@ class ControllerServer:
         """A KRaft request from the controller listener, answered once the quorum has."""
         return await self.driver.handle_request(request, version)
 
+    async def handle_controller_request(self, request: Message, version: int) -> Message:
+        return await handle_controller_request(self.channel, request, version)
+
     @property
     def quorum_leader_id(self) -> int:
         return self.raft.leader.leader_id
 
     def voter_endpoints(self) -> dict[int, tuple[Endpoint, ...]]:
-        return {v.key.id: v.endpoints for v in self.raft.node.voters}
+        return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
         await self.driver.stop()

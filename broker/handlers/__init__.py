@@ -56,7 +56,7 @@ ROUTES: tuple[Route, ...] = (
     _route(3, 0, 13, "metadata"),
     _route(18, 0, 5, "api_versions"),
     _route(60, 0, 2, "describe_cluster"),
-    _route(55, 0, 2, "raft"),  # DescribeQuorum, answered by this node's controller role
+    _route(55, 0, 2, "controller_role"),  # DescribeQuorum, answered by this node's controller role
     _route(75, 0, 0, "describe_topic_partitions"),
     _route(74, 0, 1, "list_config_resources"),
     _route(57, 0, 2, "update_features"),
@@ -89,14 +89,17 @@ ROUTES: tuple[Route, ...] = (
 
 #: What a controller listener serves besides the controller's admin APIs of ROUTES: the
 #: KRaft APIs, Fetch included (of ``__cluster_metadata``, from the other controllers and
-#: from brokers following the log).
+#: from brokers following the log), and the broker lifecycle APIs.
 CONTROLLER_ROUTES: tuple[Route, ...] = (
-    _route(1, 4, 18, "raft"),
-    _route(52, 0, 2, "raft"),
-    _route(53, 0, 1, "raft"),
-    _route(54, 0, 1, "raft"),
-    _route(55, 0, 2, "raft"),
-    _route(59, 0, 1, "raft"),
-    _route(80, 0, 1, "raft"),
-    _route(81, 0, 0, "raft"),
+    _route(1, 4, 18, "controller_role"),
+    _route(52, 0, 2, "controller_role"),
+    _route(53, 0, 1, "controller_role"),
+    _route(54, 0, 1, "controller_role"),
+    _route(55, 0, 2, "controller_role"),
+    _route(59, 0, 1, "controller_role"),
+    _route(80, 0, 1, "controller_role"),
+    _route(81, 0, 0, "controller_role"),
+    _route(62, 0, 4, "controller_role"),
+    _route(63, 0, 2, "controller_role"),
+    _route(58, 0, 0, "envelope"),
 )

@@ -12,7 +12,7 @@ Behaviour, as Apache Kafka 4.4 (a broker listener):
 
 On a controller listener, as Kafka's controller: ``endpoint_type`` must be 2 (else
 MISMATCHED_ENDPOINT_TYPE); the answer lists the quorum's voters with their controller
-listener (this node's as it listens), and the controller id is the quorum's leader.
+listener, and the controller id is the quorum's leader.
 DescribeCluster v0 has no endpoint type and is refused there (UNSUPPORTED_VERSION).
 
 Version notes: v1 adds endpoint_type (KIP-919); v2 adds fenced brokers (KIP-1073).
@@ -98,20 +98,11 @@ def _controllers(
             error_message="The request was sent to an endpoint of type CONTROLLER, but we "
             "wanted an endpoint of type BROKER",
         )
-    plan = broker.listeners.plans[ctx.listener.name]
-    wildcard = plan.host in ("", "::") or plan.host == "0.0.0.0"  # noqa: S104 (a check, not a bind)
-    here_host = "localhost" if wildcard else plan.host
-    here_port = broker.listeners.by_name[ctx.listener.name].port
-    controllers = []
-    for node_id, endpoints in sorted(quorum.voter_endpoints().items()):
-        if node_id == broker.node_id:
-            host, port = here_host, here_port
-        else:
-            found = next((e for e in endpoints if e.listener == ctx.listener.name), None)
-            if found is None:
-                continue
-            host, port = found.host, found.port
-        controllers.append(DescribeClusterBroker(broker_id=node_id, host=host, port=port))
+    controllers = [
+        DescribeClusterBroker(broker_id=node_id, host=found.host, port=found.port)
+        for node_id, endpoints in sorted(quorum.voter_endpoints().items())
+        if (found := next((e for e in endpoints if e.listener == ctx.listener.name), None))
+    ]
     response = DescribeClusterResponse(
         endpoint_type=CONTROLLERS,
         cluster_id=broker.cluster_id,

@@ -7,14 +7,20 @@ from __future__ import annotations
 import time
 
 from millpond.broker.handlers import CONTROLLER_ROUTES
+from millpond.controller.controller_apis import CONTROLLER_API_VERSIONS
 from millpond.controller.raft import codec
 from millpond.controller.raft.keys import ReplicaKey
 from millpond.controller.raft.messages import FetchRequest
 from millpond.testing.embedded import broker as embedded_broker
+from millpond.wire import Message, RequestHeader, decode_response, encode_request
 from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api import create_topics_request as ct
 from millpond.wire.generated.api import describe_quorum_request as dq
+from millpond.wire.generated.api import envelope_request as er
 from millpond.wire.generated.api import vote_request as vote
+from millpond.wire.generated.api.create_topics_response import CreateTopicsResponse
 from millpond.wire.generated.api.describe_cluster_request import DescribeClusterRequest
+from millpond.wire.generated.data.default_principal_data import DefaultPrincipalData
 from millpond.wire.records import iter_batches
 
 from .harness import Client
@@ -23,7 +29,7 @@ from .test_listeners import THREE_LISTENERS
 
 def test_the_controller_listener_serves_the_versions_the_codec_speaks() -> None:
     served = {r.api_key: (r.min_version, r.max_version) for r in CONTROLLER_ROUTES}
-    assert served == dict(codec.SUPPORTED_VERSIONS)
+    assert served == {**codec.SUPPORTED_VERSIONS, **CONTROLLER_API_VERSIONS, 58: (0, 0)}
 
 
 def test_describe_quorum_fetch_and_a_refused_vote() -> None:
@@ -85,4 +91,46 @@ def test_describe_cluster_on_the_controller_listener_lists_the_controllers() -> 
         ]
         _, mismatched = client.request(DescribeClusterRequest(endpoint_type=1), 1)
         assert mismatched.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        client.close()
+
+
+def _envelope(inner: Message, version: int, principal: bytes) -> er.EnvelopeRequest:
+    assert inner.API_KEY is not None
+    header = RequestHeader(
+        request_api_key=inner.API_KEY,
+        request_api_version=version,
+        correlation_id=77,
+        client_id="forwarded",
+    )
+    return er.EnvelopeRequest(
+        request_data=encode_request(header, inner),
+        request_principal=principal,
+        client_host_address=bytes([127, 0, 0, 9]),
+    )
+
+
+ANONYMOUS = b"\x00\x00" + DefaultPrincipalData(type="User", name="ANONYMOUS").encode(0)
+
+
+def test_an_envelope_is_served_as_the_request_inside_it() -> None:
+    with embedded_broker(configs=THREE_LISTENERS) as handle:
+        port = handle.call(
+            lambda b: next(s.port for s in b.listeners.servers if s.listener.controller)
+        )
+        client = Client(port)
+        create = ct.CreateTopicsRequest(
+            topics=[ct.CreatableTopic(name="forwarded", num_partitions=2, replication_factor=1)]
+        )
+        _, wrapped = client.request(_envelope(create, 7, ANONYMOUS), 0)
+        assert wrapped.error_code == ErrorCode.NONE
+        header, answer = decode_response(wrapped.response_data, 19, 7)
+        assert header.correlation_id == 77 and isinstance(answer, CreateTopicsResponse)
+        [topic] = answer.topics
+        assert (topic.name, topic.error_code, topic.num_partitions) == ("forwarded", 0, 2)
+        assert handle.call(lambda b: b.image.topic("forwarded")) is not None
+
+        _, bad = client.request(_envelope(create, 7, b"\x00"), 0)
+        assert bad.error_code == ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE
+        _, nested = client.request(_envelope(_envelope(create, 7, ANONYMOUS), 0, ANONYMOUS), 0)
+        assert nested.error_code == ErrorCode.INVALID_REQUEST and nested.response_data is None
         client.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from millpond.controller.cluster_control import BrokerHeartbeatRequest, BrokerHeartbeatResult
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.feature_control import FeatureUpdate, FeatureUpgradeType
 from millpond.controller.image import ConfigResource, ConfigResourceType
@@ -249,3 +250,28 @@ def test_producer_id_blocks() -> None:
     assert second.producer_id_start == 1000 and controller.image.next_producer_id == 2000
     stale = controller.allocate_producer_ids(NODE_ID, epoch + 5).response
     assert stale.error.code == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_heartbeats_unfence_a_caught_up_broker_and_fence_on_request() -> None:
+    controller = open_controller(mem_fs())
+    epoch = controller.register_broker(2, [ENDPOINT]).response.broker_epoch
+
+    def beat(offset: int, *, fence: bool = False, stop: bool = False) -> BrokerHeartbeatResult:
+        request = BrokerHeartbeatRequest(2, epoch, offset, fence, stop)
+        return controller.broker_heartbeat(request).response
+
+    behind = beat(epoch - 1)
+    assert behind.error.is_success and not behind.is_caught_up and behind.is_fenced
+    assert controller.image.brokers[2].fenced
+    caught_up = beat(epoch)
+    assert caught_up.is_caught_up and not caught_up.is_fenced
+    assert not controller.committed_image.brokers[2].fenced
+    end = controller.last_offset
+    assert not beat(epoch + 5).is_fenced and controller.last_offset == end  # no new record
+    assert beat(epoch + 5, fence=True).is_fenced and controller.image.brokers[2].fenced
+    going = beat(epoch + 5, stop=True)
+    assert going.should_shut_down and going.is_fenced
+    stale = controller.broker_heartbeat(BrokerHeartbeatRequest(2, epoch - 1, 0, False, False))
+    assert stale.response.error.code == ErrorCode.STALE_BROKER_EPOCH and not stale.records
+    unknown = controller.broker_heartbeat(BrokerHeartbeatRequest(9, 0, 0, False, False))
+    assert unknown.response.error.code == ErrorCode.BROKER_ID_NOT_REGISTERED

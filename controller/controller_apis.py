@@ -1,0 +1,86 @@
+"""The broker lifecycle APIs a controller listener serves, as Kafka's ``ControllerApis``:
+BrokerRegistration (62) and BrokerHeartbeat (63), from brokers in other processes (a
+millpond broker, or Apache Kafka's).
+
+Each request becomes one controller operation; its answer goes out once the operation's
+records are committed. A node that is not the active controller answers NOT_CONTROLLER,
+and the broker asks the quorum's leader instead, which it learns from the log it follows.
+"""
+
+from __future__ import annotations
+
+from millpond.controller.channel import LocalControllerChannel
+from millpond.controller.cluster_control import BrokerHeartbeatRequest
+from millpond.controller.image import BrokerEndpoint
+from millpond.controller.results import NotControllerError
+from millpond.wire import Message
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api import broker_heartbeat_request as hb
+from millpond.wire.generated.api import broker_heartbeat_response as hb_resp
+from millpond.wire.generated.api import broker_registration_request as reg
+from millpond.wire.generated.api import broker_registration_response as reg_resp
+
+__all__ = ["CONTROLLER_API_VERSIONS", "handle_controller_request"]
+
+#: What these handlers serve: Kafka 4.4's ranges.
+CONTROLLER_API_VERSIONS = {62: (0, 4), 63: (0, 2)}
+
+
+async def handle_controller_request(
+    channel: LocalControllerChannel, request: Message, version: int
+) -> Message:
+    if isinstance(request, reg.BrokerRegistrationRequest):
+        return await _register(channel, request)
+    if isinstance(request, hb.BrokerHeartbeatRequest):
+        return await _heartbeat(channel, request)
+    raise TypeError(f"not a broker lifecycle request: {type(request).__name__}")
+
+
+async def _register(
+    channel: LocalControllerChannel, request: reg.BrokerRegistrationRequest
+) -> reg_resp.BrokerRegistrationResponse:
+    endpoints = [
+        BrokerEndpoint(e.name, e.host, e.port, e.security_protocol) for e in request.listeners
+    ]
+    features = [
+        (f.name, f.min_supported_version, f.max_supported_version) for f in request.features
+    ]
+    try:
+        result = await channel.submit(
+            lambda c: c.register_broker(
+                request.broker_id,
+                endpoints,
+                request.rack,
+                incarnation_id=bytes(request.incarnation_id),
+                features=features,
+                cluster_id=request.cluster_id,
+                log_dirs=[bytes(d) for d in request.log_dirs],
+            )
+        )
+    except NotControllerError:
+        return reg_resp.BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return reg_resp.BrokerRegistrationResponse(
+        error_code=result.error.code, broker_epoch=result.broker_epoch
+    )
+
+
+async def _heartbeat(
+    channel: LocalControllerChannel, request: hb.BrokerHeartbeatRequest
+) -> hb_resp.BrokerHeartbeatResponse:
+    heartbeat = BrokerHeartbeatRequest(
+        request.broker_id,
+        request.broker_epoch,
+        request.current_metadata_offset,
+        request.want_fence,
+        request.want_shut_down,
+    )
+    try:
+        result = await channel.submit(lambda c: c.broker_heartbeat(heartbeat))
+    except NotControllerError:
+        return hb_resp.BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return hb_resp.BrokerHeartbeatResponse(
+        error_code=result.error.code,
+        is_caught_up=result.is_caught_up,
+        is_fenced=result.is_fenced,
+        should_shut_down=result.should_shut_down,
+    )

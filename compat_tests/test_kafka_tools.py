@@ -448,11 +448,13 @@ def _quorum_views(controller: str, bootstrap: str) -> list[tuple[dict[str, str],
     return views
 
 
-def _check_one_voter_quorum(views: list[tuple[dict[str, str], str]]) -> None:
+def _check_one_voter_quorum(views: list[tuple[dict[str, str], str]], controller: str) -> None:
     for status, replication in views:
         assert status["LeaderId"] == "1" and int(status["LeaderEpoch"]) >= 1, status
         assert int(status["HighWatermark"]) > 0 and status["MaxFollowerLag"] == "0", status
-        assert json.loads(status["CurrentVoters"])[0]["id"] == 1, status
+        [voter] = json.loads(status["CurrentVoters"])
+        assert voter["id"] == 1, status
+        assert voter.get("endpoints") == [f"CONTROLLER://{controller}"], status
         assert status["CurrentObservers"] == "[]", status
         [header, leader] = replication.strip().splitlines()
         assert header.split()[:4] == ["NodeId", "DirectoryId", "LogEndOffset", "Lag"]
@@ -465,9 +467,11 @@ def test_metadata_quorum_command(tmp_path: Path, reference_kafka: RunningBroker)
     """``kafka-metadata-quorum describe`` reads a one-node quorum the same way from Kafka
     and from millpond, through either listener."""
     ports = reference_kafka.ports
+    kafka_controller = f"127.0.0.1:{ports.adv_controller}"
     _check_one_voter_quorum(
-        _quorum_views(f"127.0.0.1:{ports.adv_controller}", reference_kafka.bootstrap)
+        _quorum_views(kafka_controller, reference_kafka.bootstrap), kafka_controller
     )
     controller_port = free_port()
     with millpond_server(tmp_path, controller_port=controller_port) as bootstrap:
-        _check_one_voter_quorum(_quorum_views(f"127.0.0.1:{controller_port}", bootstrap))
+        controller = f"127.0.0.1:{controller_port}"
+        _check_one_voter_quorum(_quorum_views(controller, bootstrap), controller)

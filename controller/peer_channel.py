@@ -4,7 +4,8 @@ One connection per peer, opened on first use and negotiated with ApiVersions (v3
 as v0 when the peer answers in v0's shape, as KIP-511 has it), so each request goes at
 the highest version both sides speak: a millpond controller talks to Apache Kafka's as
 to its own kind. Requests to one peer share its connection one at a time (the Raft core
-keeps at most one in flight per peer anyway). A connection that fails, or an answer
+keeps at most one in flight per peer, but may give up on one before the network does).
+A connection that fails, or an answer
 that does not come within the request timeout, is dropped: the next request opens a
 new one, and the core retries on its own schedule.
 
@@ -46,7 +47,6 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.lock = asyncio.Lock()
         self.correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}
 
@@ -88,6 +88,7 @@ class PeerChannel:
         self._client_id = client_id
         self._timeout = request_timeout_ms / 1000
         self._connections: dict[int, _Connection] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
 
     async def send(
         self, node_id: int, api_key: int, build: Callable[[int], Message]
@@ -95,19 +96,21 @@ class PeerChannel:
         """Send ``build(version)`` to ``node_id`` at the version both speak; returns the
         answer and that version. :class:`PeerUnreachableError` if no answer comes."""
         name = APIS[api_key].name
+        # One exchange at a time per peer, connecting included: a request the core gave up
+        # on may still be under way when it sends the next one.
+        lock = self._locks.setdefault(node_id, asyncio.Lock())
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout), lock:
                 connection = await self._connection(node_id)
-                async with connection.lock:
-                    theirs = connection.versions.get(api_key)
-                    version = pick_version(self._versions[api_key], theirs)
-                    if version is None:
-                        raise PeerUnreachableError(
-                            f"node {node_id} does not speak {name} in a version this node"
-                            f" does ({self._versions[api_key]} here, {theirs} there)"
-                        )
-                    frame = await connection.roundtrip(build(version), version, self._client_id)
-                    return decode_response(frame, api_key, version)[1], version
+                theirs = connection.versions.get(api_key)
+                version = pick_version(self._versions[api_key], theirs)
+                if version is None:
+                    raise PeerUnreachableError(
+                        f"node {node_id} does not speak {name} in a version this node"
+                        f" does ({self._versions[api_key]} here, {theirs} there)"
+                    )
+                frame = await connection.roundtrip(build(version), version, self._client_id)
+                return decode_response(frame, api_key, version)[1], version
         except (PeerUnreachableError, asyncio.CancelledError):
             self._drop(node_id)  # an exchange cut halfway leaves the socket unusable
             raise

@@ -87,8 +87,8 @@ class RaftDriver:
         self._task = None
         self._peers.close()
         for future, _ in self._inbound.values():
-            if not future.done():
-                future.cancel()
+            if not future.done():  # the requester's connection is closed, not cancelled
+                future.set_exception(ConnectionAbortedError("the quorum driver stopped"))
         self._inbound.clear()
 
     def wake(self) -> None:
@@ -124,12 +124,16 @@ class RaftDriver:
         if future.done():
             return
         message = cast(Response, out.message)  # the core's answers are responses
+        nodes = None
         if isinstance(message, DescribeQuorumResponse):
             message = self._on_wall_clock(message)
+            nodes = {r.key.id: self._endpoints_of(r.key.id) for r in message.voters}
         leader = getattr(message, "leader_id", -1)
         endpoints = self._endpoints_of(leader) if isinstance(leader, int) and leader >= 0 else ()
         try:
-            future.set_result(codec.encode_response(message, version, leader_endpoints=endpoints))
+            future.set_result(
+                codec.encode_response(message, version, leader_endpoints=endpoints, nodes=nodes)
+            )
         except codec.RaftCodecError as exc:
             future.set_exception(exc)
 

@@ -51,6 +51,7 @@ class Node:
         self.voters = voters
         self.server: ControllerServer | None = None
         self.listener: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
 
     @property
     def port(self) -> int:
@@ -74,6 +75,7 @@ class Node:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         server = self.server
         assert server is not None
+        self._writers.add(writer)
         try:
             while True:
                 (size,) = _SIZE.unpack(await reader.readexactly(4))
@@ -89,15 +91,19 @@ class Node:
                 writer.write(_SIZE.pack(len(frame)) + frame)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            pass  # the peer went away, or this node was killed
         finally:
+            self._writers.discard(writer)
             writer.close()
 
     async def kill(self) -> None:
         """Stop answering and sending at once, as a killed process would."""
         assert self.server is not None and self.listener is not None
         self.listener.close()
+        for writer in list(self._writers):
+            writer.close()
         await self.server.stop()
+        await self.listener.wait_closed()
         self.server = None
 
 

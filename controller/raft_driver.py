@@ -24,7 +24,7 @@ from typing import cast
 
 from millpond.controller.peer_channel import PeerChannel, PeerUnreachableError
 from millpond.controller.raft import codec
-from millpond.controller.raft.client import RaftClient
+from millpond.controller.raft.client import RaftClient, RaftLogFailedError
 from millpond.controller.raft.keys import Endpoint
 from millpond.controller.raft.messages import (
     DescribeQuorumResponse,
@@ -34,7 +34,7 @@ from millpond.controller.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from millpond.controller.raft.node import Outgoing
+from millpond.controller.raft.node import Outgoing, RaftFatalError
 from millpond.storage.clock import Clock
 from millpond.wire import Message
 from millpond.wire.errors import ErrorCode as E
@@ -97,7 +97,12 @@ class RaftDriver:
 
     async def _run(self) -> None:
         while True:
-            self._client.poll(self._now())
+            try:
+                self._client.poll(self._now())
+            except (RaftLogFailedError, RaftFatalError) as exc:
+                # Kafka's raft client stops the node here; this one stops taking part.
+                _log.error("raft: the metadata quorum replica stopped: %s; restart the node", exc)
+                return
             self._drain()
             self._wake.clear()  # the poll's own wake-up is done with
             delay = max(0, self._client.wakeup_at() - self._now()) / 1000

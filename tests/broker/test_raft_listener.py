@@ -5,6 +5,7 @@ and a request about any other partition is refused as Kafka refuses it."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from millpond.broker.handlers import CONTROLLER_ROUTES
 from millpond.controller.controller_apis import CONTROLLER_API_VERSIONS
@@ -27,6 +28,13 @@ from .harness import Client
 from .test_listeners import THREE_LISTENERS
 
 
+def controller_port(handle: Any) -> int:
+    port: int = handle.call(
+        lambda b: next(s.port for s in b.listeners.servers if s.listener.controller)
+    )
+    return port
+
+
 def test_the_controller_listener_serves_the_versions_the_codec_speaks() -> None:
     served = {r.api_key: (r.min_version, r.max_version) for r in CONTROLLER_ROUTES}
     assert served == {**codec.SUPPORTED_VERSIONS, **CONTROLLER_API_VERSIONS, 58: (0, 0)}
@@ -34,9 +42,7 @@ def test_the_controller_listener_serves_the_versions_the_codec_speaks() -> None:
 
 def test_describe_quorum_fetch_and_a_refused_vote() -> None:
     with embedded_broker(configs=THREE_LISTENERS) as handle:
-        port = handle.call(
-            lambda b: next(s.port for s in b.listeners.servers if s.listener.controller)
-        )
+        port = controller_port(handle)
         client = Client(port)
         request = dq.DescribeQuorumRequest(
             topics=[
@@ -79,9 +85,7 @@ def test_describe_quorum_fetch_and_a_refused_vote() -> None:
 
 def test_describe_cluster_on_the_controller_listener_lists_the_controllers() -> None:
     with embedded_broker(configs=THREE_LISTENERS) as handle:
-        port = handle.call(
-            lambda b: next(s.port for s in b.listeners.servers if s.listener.controller)
-        )
+        port = controller_port(handle)
         client = Client(port)
         _, controllers = client.request(DescribeClusterRequest(endpoint_type=2), 1)
         assert controllers.error_code == ErrorCode.NONE and controllers.endpoint_type == 2
@@ -114,9 +118,7 @@ ANONYMOUS = b"\x00\x00" + DefaultPrincipalData(type="User", name="ANONYMOUS").en
 
 def test_an_envelope_is_served_as_the_request_inside_it() -> None:
     with embedded_broker(configs=THREE_LISTENERS) as handle:
-        port = handle.call(
-            lambda b: next(s.port for s in b.listeners.servers if s.listener.controller)
-        )
+        port = controller_port(handle)
         client = Client(port)
         create = ct.CreateTopicsRequest(
             topics=[ct.CreatableTopic(name="forwarded", num_partitions=2, replication_factor=1)]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from millpond.broker.config import BrokerConfig
 from millpond.broker.context import DEFAULT_LISTENER
 from millpond.broker.control import CONTROL_PORT_KEY
-from millpond.broker.dispatch import Dispatcher, Route
+from millpond.broker.dispatch import CloseConnection, Dispatcher, Route
 from millpond.broker.emulation import CONFIG_KEY as EMULATE_KEY
 from millpond.broker.emulation import emulate
 from millpond.broker.groups.placement import OFFSETS_TOPIC
@@ -47,9 +47,15 @@ if TYPE_CHECKING:
     from millpond.broker.context import ListenerInfo
     from millpond.broker.control.http import ControlServer
     from millpond.broker.control.service import BrokerControl
+    from millpond.broker.controller_link import ControllerLink
     from millpond.broker.metadata_publisher import BrokerMetadataPublisher
     from millpond.broker.server import KafkaConnection
-    from millpond.controller.channel import ControllerChannel, MetadataFeed, QuorumRequests
+    from millpond.controller.channel import (
+        ControllerChannel,
+        LocalControllerChannel,
+        MetadataFeed,
+        QuorumRequests,
+    )
 
 _log = logging.getLogger("millpond.broker")
 
@@ -79,10 +85,15 @@ class BrokerServer:
         listeners: tuple[ListenerPlan, ...] | None = None,
         authorizer: Authorizer | None = None,
         quorum: QuorumRequests | None = None,
+        controller_link: ControllerLink | None = None,
     ) -> None:
+        """``controller_link``: where clients' admin requests go, in Envelopes, to the
+        active controller (a quorum of several nodes); None: to the controller in this
+        process."""
         self.node_id = node_id
         #: Where the controller listener's KRaft requests go (None: no controller here).
         self.quorum = quorum
+        self.controller_link = controller_link
         #: Where each request is traced (``millpond serve --trace``), if anywhere.
         self.trace = trace
         #: The configuration DescribeConfigs reports.
@@ -187,6 +198,17 @@ class BrokerServer:
         except LogConfigError:
             return self.config.log_config()
 
+    @property
+    def admin_channel(self) -> LocalControllerChannel:
+        """The controller in this process, which answers the admin requests of its
+        listeners (a node that forwards them has its broker listeners send them on)."""
+        if self.quorum is None:
+            raise CloseConnection(
+                "an admin request reached a node with no controller role; send it to a "
+                "broker listener, which forwards it to the active controller"
+            )
+        return self.quorum.channel
+
     # -- control -----------------------------------------------------------------------------
 
     @property
@@ -248,6 +270,7 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.control_server is not None:
             await self.control_server.stop()
+        await self.controller_channel.close()
         await self.maintenance.stop()
         await self.groups.stop()
         await self.listeners.stop()

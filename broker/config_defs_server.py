@@ -47,53 +47,55 @@ _ROWS: list[ConfigDefinition] = [
            "Deprecated alias of node.id; when both are set they must agree.", used=True),
     define("process.roles", LIST, "broker,controller", HIGH,
            "Roles this process plays: broker, controller or both. Kafka requires it; "
-           "millpond runs both (combined mode) so far, its default, and refuses one alone.",
+           "millpond runs both (combined mode, its default) or the broker alone, and "
+           "refuses the controller alone so far.",
            list_of("broker", "controller", allow_empty=False), used=True),
     define("controller.listener.names", LIST, "", HIGH,
            "Names of the listeners the controller uses; those listeners are not advertised "
-           "to clients. Kafka requires it; millpond's in-process controller needs none.",
+           "to clients; a broker-only node reaches its controllers through the first. "
+           "Kafka requires it; a single node's in-process controller needs none.",
            list_of(), used=True),
     define("sasl.mechanism.controller.protocol", STR, "GSSAPI", HIGH,
            "SASL mechanism for connections to the controllers. millpond has no SASL yet: "
            "a broker given this setting refuses to start.", used=True),
     define("initial.broker.registration.timeout.ms", INT, 60_000, MEDIUM,
-           "How long a starting broker waits to register with the controller."),
+           "How long a starting broker waits to register with the controller.", used=True),
     define("broker.heartbeat.interval.ms", INT, 2000, MEDIUM,
-           "Interval between a broker's heartbeats to the controller."),
+           "Interval between a broker's heartbeats to the controller.", used=True),
     define("broker.session.timeout.ms", INT, 9000, MEDIUM,
-           "How long the controller keeps a broker's lease without a heartbeat."),
+           "How long the controller keeps a broker's lease without a heartbeat (in a "
+           "quorum of several; a single node's broker is always with its controller).", used=True),
     define("broker.rack", STR, None, MEDIUM,
            "Rack of this broker, reported in Metadata responses.", used=True),
     # the metadata quorum
     define("controller.quorum.voters", LIST, "", HIGH,
-           "Static quorum voters as id@host:port entries. millpond runs a quorum of one "
-           "voter, this node: unset, or this node alone (node.id@host:port); any other "
-           "value stops the start.", list_of(), used=True),
+           "Static quorum voters as id@host:port entries, this node among them; unset, "
+           "the node is the one voter of its own quorum.", list_of(), used=True),
     define("controller.quorum.bootstrap.servers", LIST, "", HIGH,
            "host:port of controllers to contact to discover the quorum. millpond's quorum "
            "is this node alone: unset, or this node's controller listeners; any other "
            "value stops the start.", list_of(), used=True),
     define("controller.quorum.election.timeout.ms", INT, 1000, HIGH,
            "How long a voter waits without a leader before starting an election.",
-           at_least(0)),
+           at_least(0), used=True),
     define("controller.quorum.fetch.timeout.ms", INT, 2000, HIGH,
            "How long a follower waits for a successful fetch from the leader before it "
-           "becomes a candidate.", at_least(0)),
+           "becomes a candidate.", at_least(0), used=True),
     define("controller.quorum.election.backoff.max.ms", INT, 1000, HIGH,
-           "Upper bound of the randomised back-off before a new election.", at_least(0)),
+           "Upper bound of the randomised back-off before a new election.", at_least(0), used=True),
     define("controller.quorum.append.linger.ms", INT, 25, MEDIUM,
            "How long the quorum leader gathers records before writing a batch.",
            at_least(0)),
     define("controller.quorum.request.timeout.ms", INT, 2000, MEDIUM,
-           "How long a quorum request waits for its answer.", at_least(0)),
+           "How long a quorum request waits for its answer.", at_least(0), used=True),
     define("controller.quorum.retry.backoff.ms", INT, 20, LOW,
-           "Pause before retrying a failed quorum request.", at_least(0)),
+           "Pause before retrying a failed quorum request.", at_least(0), used=True),
     define("controller.quorum.auto.join.enable", BOOL, False, LOW,
            "Whether a controller adds itself to the voters automatically."),
     define("controller.quorum.fetch.snapshot.max.bytes", INT, MIB, LOW,
-           "Largest snapshot chunk returned by one FetchSnapshot.", at_least(1)),
+           "Largest snapshot chunk returned by one FetchSnapshot.", at_least(1), used=True),
     define("controller.quorum.fetch.max.bytes", INT, MIB, LOW,
-           "Largest amount of metadata log returned by one quorum Fetch.", at_least(1)),
+           "Largest amount of metadata log returned by one quorum Fetch.", at_least(1), used=True),
     # the metadata log
     define("metadata.log.dir", STR, None, HIGH,
            "Directory of the metadata log (__cluster_metadata); defaults to the first log "

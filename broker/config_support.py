@@ -8,9 +8,10 @@ PLAINTEXT listeners, no authorizer, the classic group protocol) or the broker re
 start, with an error naming the key and the value given, what millpond supports so far and
 what to set instead:
 
-- ``process.roles``: both roles (combined mode); a broker-only or controller-only process
-  is refused.
-- ``controller.quorum.voters``: unset, or one voter, this node (``node.id@host:port``).
+- ``process.roles``: both roles (combined mode) or the broker role alone (following a
+  static quorum of other nodes); a controller-only process is refused.
+- ``controller.quorum.voters``: unset, or a static voter set that includes this node;
+  with more than one voter, this node's entry is one of its controller listeners.
 - ``controller.quorum.bootstrap.servers``: unset, or entries naming this node's controller
   listeners (by port), as Kafka's own ``config/server.properties`` sets it.
 - ``authorizer.class.name``: unset or empty (every request is allowed).
@@ -31,11 +32,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 from millpond.broker.config_defs_listeners import Listener, strs
+from millpond.broker.quorum_config import parse_voters
 from millpond.storage.config_def import ConfigError, Value, to_kafka_string
 
 __all__ = ["check_supported"]
 
-_VOTER = re.compile(r"(-?[0-9]+)@\[?([^\[\]@]*)\]?:([0-9]+)")
 _HOST_PORT = re.compile(r"\[?([^\[\]]*)\]?:([0-9]+)")
 _SECURITY = re.compile(r"(ssl|sasl)\.|listener\.name\.[^.]+\.(.+\.)?(ssl|sasl)\.")
 
@@ -54,28 +55,47 @@ def check_supported(
 ) -> None:
     """Raise :class:`ConfigError` for the first setting that asks for what millpond does
     not do yet (see the module's docstring)."""
-    roles = strs(values["process.roles"])
-    if set(roles) != {"broker", "controller"}:
+    roles = set(strs(values["process.roles"]))
+    voters_text = to_kafka_string(values["controller.quorum.voters"]) or ""
+    voters = parse_voters(strs(values["controller.quorum.voters"]))
+    if roles not in ({"broker", "controller"}, {"broker"}):
         raise _refuse(
             "process.roles",
-            ",".join(roles),
-            "runs only in combined mode (one process that is broker and controller)",
-            "set process.roles=broker,controller or leave it unset",
+            ",".join(strs(values["process.roles"])),
+            "runs nodes that are brokers (with or without the controller role)",
+            "set process.roles=broker,controller or broker",
         )
     node_id = values["node.id"]
-    voters = strs(values["controller.quorum.voters"])
-    if voters:
-        match = _VOTER.fullmatch(voters[0]) if len(voters) == 1 else None
-        if match is None or int(match.group(1)) != node_id:
-            raise _refuse(
-                "controller.quorum.voters",
-                ",".join(voters),
-                f"runs only a quorum of one voter, this node (node.id {node_id})",
-                f"leave it unset or set it to {node_id}@HOST:PORT",
-            )
+    assert isinstance(node_id, int)
     controller_ports = {
         listener.port for listener in listeners if listener.name in controller_names
     }
+    if roles == {"broker"}:
+        _check_broker_only(node_id, voters, voters_text, controller_names, controller_ports)
+        if strs(values["controller.quorum.bootstrap.servers"]):
+            raise _refuse(
+                "controller.quorum.bootstrap.servers",
+                to_kafka_string(values["controller.quorum.bootstrap.servers"]),
+                "finds a broker-only node's quorum through controller.quorum.voters only",
+                "remove it and list the controllers in controller.quorum.voters",
+            )
+        _check_security(values, static, listeners)
+        return
+    if voters and node_id not in voters:
+        raise ConfigError(
+            "controller.quorum.voters",
+            voters_text,
+            f"this node (node.id {node_id}) is a controller, so it must be one of the "
+            f"voters: add {node_id}@HOST:PORT, its controller listener",
+        )
+    if len(voters) > 1 and voters[node_id][1] not in controller_ports:
+        raise ConfigError(
+            "controller.quorum.voters",
+            voters_text,
+            f"voter {node_id} (this node) listens on port {voters[node_id][1]}, which none of"
+            " its controller listeners uses; list it in listeners under a name of "
+            f"controller.listener.names ({', '.join(controller_names) or 'none set'})",
+        )
     servers = strs(values["controller.quorum.bootstrap.servers"])
     for server in servers:
         found = _HOST_PORT.fullmatch(server)
@@ -87,6 +107,43 @@ def check_supported(
                 "leave it unset or name this node's controller listener (one of "
                 f"controller.listener.names: {', '.join(controller_names) or 'none set'})",
             )
+    _check_security(values, static, listeners)
+
+
+def _check_broker_only(
+    node_id: int,
+    voters: Mapping[int, tuple[str, int]],
+    voters_text: str,
+    controller_names: Sequence[str],
+    controller_ports: set[int],
+) -> None:
+    """A broker-only node follows a quorum of other nodes, named by its voters."""
+    if not voters:
+        raise ConfigError(
+            "controller.quorum.voters",
+            voters_text,
+            "a broker-only node (process.roles=broker) needs the quorum it follows: list "
+            "its controllers as ID@HOST:PORT",
+        )
+    if node_id in voters:
+        raise ConfigError(
+            "controller.quorum.voters",
+            voters_text,
+            f"this node (node.id {node_id}) is a broker only, so it cannot be a voter; "
+            "give it a node.id no voter has, or the controller role too",
+        )
+    if not controller_names or controller_ports:
+        raise ConfigError(
+            "controller.listener.names",
+            ",".join(controller_names),
+            "a broker-only node names the controllers' listener here (to reach them) and "
+            "lists none of its own in listeners",
+        )
+
+
+def _check_security(
+    values: Mapping[str, Value], static: Mapping[str, str], listeners: Sequence[Listener]
+) -> None:
     authorizer = values["authorizer.class.name"]
     if authorizer:
         raise _refuse(

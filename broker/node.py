@@ -8,10 +8,16 @@ meet only at the seams a remote controller would use: the broker submits operati
 through the controller's channel and acts on the committed metadata it is fed. Both
 share the data directory (one lock, one ``meta.properties`` cluster id).
 
-``process.roles=broker,controller`` (combined mode, one voter) is what runs today; the
-configuration refuses the others at start-up. :class:`Broker` is the node with both
-roles: the broker role, plus the controller beside it (:attr:`Broker.controller`, for
-tools and tests that drive it directly; the broker role never uses it).
+``process.roles=broker,controller`` (combined mode) and ``broker`` run today; the
+configuration refuses a controller alone at start-up. A combined node alone is the one
+voter of its quorum, and its broker role calls the controller beside it. As one voter of
+a quorum of several (``controller.quorum.voters``), and as a broker-only node (which
+follows the quorum's log as an observer and serves no controller listener), its broker
+role reaches the active controller over the network wherever it runs
+(:mod:`~millpond.broker.remote_channel`) and forwards clients' admin requests there
+(:mod:`~millpond.broker.forwarding`). :class:`Broker` is the node: the broker role, plus
+its controller role beside it (:attr:`Broker.controller`, for tools and tests that drive
+it directly; the broker role never uses it).
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from millpond.broker.control.clock import ControlledClock
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Route
 from millpond.broker.handlers import ROUTES
+from millpond.broker.quorum_config import raft_config, static_voters
 from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.controller_server import ControllerServer
-from millpond.controller.raft.keys import Endpoint
+from millpond.controller.raft.config import RaftConfig
+from millpond.controller.raft.keys import Endpoint, VoterSet
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.fs import FileSystem, OsFileSystem, join
@@ -39,6 +47,9 @@ from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
     from millpond.broker.authorization import Authorizer
+    from millpond.broker.controller_link import ControllerLink
+    from millpond.broker.remote_channel import RemoteControllerChannel
+    from millpond.controller.channel import ControllerChannel
     from millpond.controller.raft.client import RaftClient
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
@@ -72,7 +83,8 @@ def _config_of(
 
 
 class Broker(BrokerServer):
-    """A combined-mode node: the broker role with its controller role beside it."""
+    """A node with the broker role: its controller role (or, broker-only, its replica
+    of the quorum's log) beside it."""
 
     def __init__(
         self,
@@ -98,6 +110,8 @@ class Broker(BrokerServer):
         listeners: tuple[ListenerPlan, ...] | None = None,
         authorizer: Authorizer | None = None,
         raft: RaftClient | None = None,
+        voters: VoterSet | None = None,
+        raft_config: RaftConfig | None = None,
     ) -> None:
         config = config or _config_of(
             data_dir, node_id, host, port, num_partitions, default_replication_factor,
@@ -110,6 +124,10 @@ class Broker(BrokerServer):
         #: Every directory of ``log.dirs``; the metadata log and meta.properties' cluster
         #: id live in the first, ``data_dir``.
         dirs = list(dict.fromkeys([data_dir, *(log_dirs or [])]))
+        #: ``process.roles=broker``: the node follows the quorum's log as an observer.
+        self.broker_only = "controller" not in config.process_roles
+        several = voters is not None and (len(voters) > 1 or self.broker_only)
+        cluster_id = _cluster_id(fs, data_dir, rng, formatted=several)
         for directory in dirs:
             fs.makedirs(directory)
         self._locks: list[DirLock] = []
@@ -121,8 +139,8 @@ class Broker(BrokerServer):
                 for lock in self._locks:
                     lock.release()
                 raise
-        cluster_id = _cluster_id(fs, data_dir, rng)
-        #: The controller role (combined mode: in this process, one voter).
+        #: The controller role: this node's replica of the metadata quorum (a voter, or
+        #: an observer for a broker-only node) and its controller.
         self.controller_server = ControllerServer(
             fs,
             data_dir,
@@ -133,9 +151,23 @@ class Broker(BrokerServer):
                 cluster_id=cluster_id,
                 num_partitions=num_partitions,
                 default_replication_factor=default_replication_factor,
+                broker_session_timeout_ms=(
+                    config.get_int("broker.session.timeout.ms", 9000)
+                    if several and not self.broker_only
+                    else None
+                ),
             ),
             raft=raft,
+            voters=voters,
+            raft_config=raft_config,
+            observer=self.broker_only,
         )
+        channel: ControllerChannel = self.controller_server.channel
+        link = None
+        if several:
+            # A quorum of several: the broker role reaches the active controller over the
+            # network, wherever it runs, as a broker-only node would.
+            link, channel = self._remote_channel(config, cluster_id, rng, raft_config)
         super().__init__(
             config=config,
             data_dir=data_dir,
@@ -154,10 +186,11 @@ class Broker(BrokerServer):
             fs=fs,
             clock=clock,
             rng=rng,
-            channel=self.controller_server.channel,
+            channel=channel,
             metadata=self.controller_server,
-            quorum=self.controller_server,
+            quorum=None if self.broker_only else self.controller_server,
             trace=trace,
+            controller_link=link,
         )
 
     @classmethod
@@ -184,12 +217,51 @@ class Broker(BrokerServer):
                 default_replication_factor=config.default_replication_factor,
                 auto_create_topics=config.auto_create_topics_enable,
                 config=config,
+                voters=static_voters(config.values, config.controller_listener_names),
+                raft_config=raft_config(config.values),
                 **kwargs,
             )
         except BaseException:
             if opened is not None:
                 opened.close()
             raise
+
+    def _remote_channel(
+        self,
+        config: BrokerConfig,
+        cluster_id: str,
+        rng: random.Random,
+        raft_config: RaftConfig | None,
+    ) -> tuple[ControllerLink, RemoteControllerChannel]:
+        # Loaded by the nodes of a quorum of several only: a single node never needs them.
+        from millpond.broker.controller_link import ControllerLink  # noqa: PLC0415
+        from millpond.broker.remote_channel import (  # noqa: PLC0415
+            BrokerIdentity,
+            RemoteControllerChannel,
+        )
+
+        quorum = self.controller_server
+        timers = raft_config or RaftConfig()
+        link = ControllerLink(
+            lambda: quorum.quorum_leader_id,
+            quorum.address_of,
+            client_id=f"broker-{config.node_id}-to-controller",
+            request_timeout_ms=timers.request_timeout_ms,
+            retry_backoff_ms=timers.retry_backoff_ms,
+        )
+        identity = BrokerIdentity(
+            cluster_id=cluster_id,
+            incarnation_id=as_uuid4(rng.getrandbits(128).to_bytes(16, "big")),
+            rack=config.broker_rack,
+            features=quorum.config.supported_features,
+            log_dirs=(),
+            heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms", 2000),
+            registration_timeout_ms=config.get_int(
+                "initial.broker.registration.timeout.ms", 60_000
+            ),
+            request_timeout_ms=config.get_int("request.timeout.ms", 30_000),
+        )
+        return link, RemoteControllerChannel(link, identity, lambda: self.image.offset)
 
     @property
     def controller(self) -> QuorumController:
@@ -221,10 +293,21 @@ class Broker(BrokerServer):
             lock.release()
 
 
-def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random) -> str:
+def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random, *, formatted: bool) -> str:
+    """The cluster id of ``meta.properties``; a new one for a single node's first start.
+    ``formatted``: the node is one of several, which must agree on the id beforehand."""
     path = join(data_dir, "meta.properties")
     if fs.exists(path):
         cluster_id = read_meta_properties(fs, path).cluster_id
         if cluster_id:
             return cluster_id
+    if formatted:
+        raise ConfigError(
+            "log.dirs",
+            data_dir,
+            "has no meta.properties, and a node of a quorum of several must know its "
+            "cluster's id before it starts: run `millpond storage format --cluster-id ID "
+            "--config FILE` on every node, with one id for all (`millpond storage "
+            "random-uuid` makes one)",
+        )
     return new_cluster_id(rng)

@@ -356,13 +356,25 @@ class Listeners:
         for plan in plans:
             served = listener_routes(routes, plan.info.controller)
             if plan.info.controller:
+                from millpond.broker.forwarding import (  # noqa: PLC0415
+                    ADMIN_APIS,
+                    answered_by_controller,
+                )
                 from millpond.broker.handlers import CONTROLLER_ROUTES  # noqa: PLC0415
 
                 raft = {r.api_key for r in CONTROLLER_ROUTES}
                 served = (
-                    *(r for r in served if r.api_key in CONTROLLER_APIS and r.api_key not in raft),
+                    *(
+                        answered_by_controller(r) if r.api_key in ADMIN_APIS else r
+                        for r in served
+                        if r.api_key in CONTROLLER_APIS and r.api_key not in raft
+                    ),
                     *CONTROLLER_ROUTES,
                 )
+            elif broker.controller_link is not None:
+                from millpond.broker.forwarding import ADMIN_APIS, forwarded  # noqa: PLC0415
+
+                served = tuple(forwarded(r) if r.api_key in ADMIN_APIS else r for r in served)
             dispatcher = Dispatcher(served, authorizer, _BrokerTopics(broker))
             self.servers.append(
                 KafkaServer(

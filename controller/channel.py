@@ -64,7 +64,16 @@ class QuorumRequests(Protocol):
     async def handle_raft_request(self, request: Message, version: int) -> Message: ...
 
     async def handle_controller_request(self, request: Message, version: int) -> Message:
-        """BrokerRegistration and BrokerHeartbeat, answered once committed."""
+        """BrokerRegistration, BrokerHeartbeat and AllocateProducerIds, answered once
+        committed."""
+
+    @property
+    def channel(self) -> LocalControllerChannel:
+        """This node's controller, which answers the admin requests of its listeners."""
+
+    @property
+    def is_active_controller(self) -> bool:
+        """Whether this node is the active controller now."""
 
     @property
     def quorum_leader_id(self) -> int:
@@ -75,7 +84,9 @@ class QuorumRequests(Protocol):
 
 
 class ControllerChannel(Protocol):
-    """The controller operations a broker submits; each completes on commit."""
+    """What a broker submits to the controller on its own behalf; each completes on
+    commit. (Clients' admin requests reach the controller whole: on its listener, or
+    forwarded there in an Envelope.)"""
 
     async def register_broker(
         self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
@@ -91,29 +102,13 @@ class ControllerChannel(Protocol):
         self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
     ) -> list[CreateTopicResult]: ...
 
-    async def delete_topics(
-        self, names: Sequence[str] = (), topic_ids: Sequence[bytes] = ()
-    ) -> list[DeleteTopicResult]: ...
-
-    async def create_partitions(
-        self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
-    ) -> list[CreatePartitionsResult]: ...
-
-    async def alter_configs(
-        self,
-        resources: Sequence[AlterConfigsResource],
-        *,
-        validate_only: bool = False,
-        incremental: bool = False,
-    ) -> dict[ConfigResource, ApiError]: ...
-
-    async def update_features(
-        self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
-    ) -> dict[str, ApiError]: ...
+    async def close(self) -> None:
+        """The broker stops (a controlled shutdown, where the controller is remote)."""
 
 
 class LocalControllerChannel:
-    """The channel to a controller in this process (see the module docstring)."""
+    """The channel to a controller in this process (see the module docstring): the
+    broker's operations, and the admin operations its listener's handlers run."""
 
     def __init__(self, controller: QuorumController) -> None:
         self._controller = controller
@@ -181,3 +176,6 @@ class LocalControllerChannel:
         self, updates: Sequence[FeatureUpdate], *, validate_only: bool = False
     ) -> dict[str, ApiError]:
         return await self.submit(lambda c: c.update_features(updates, validate_only=validate_only))
+
+    async def close(self) -> None:
+        """Nothing to do: the controller stops with its node."""

@@ -62,7 +62,7 @@ from millpond.controller.image import (
 from millpond.controller.metadata_log import replay_batch
 from millpond.controller.raft.client import LeaderAndEpoch, RaftClient, RaftLogFailedError
 from millpond.controller.raft.node import NotLeaderError
-from millpond.controller.record_serde import encode_metadata_record
+from millpond.controller.record_serde import ApiMessageAndVersion, encode_metadata_record
 from millpond.controller.results import ApiError, ControllerResult, NotControllerError
 from millpond.storage.clock import Clock
 from millpond.wire.records import RecordBatch
@@ -98,6 +98,9 @@ class ControllerConfig(NamedTuple):
     cluster_id: str  # from meta.properties
     num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
+    #: broker.session.timeout.ms: an unfenced broker silent this long is fenced (None:
+    #: never, for a single node, whose only broker is the one beside it).
+    broker_session_timeout_ms: int | None = None
     supported_features: Mapping[str, tuple[int, int]] = feature_control.SUPPORTED_FEATURES
     bootstrap_features: Mapping[str, int] = feature_control.BOOTSTRAP_FEATURES
 
@@ -126,6 +129,10 @@ class QuorumController:
         self.skipped_records = 0
         #: broker id -> incarnation id registered with this controller while active.
         self._sessions: dict[int, bytes] = {}
+        #: broker id -> when it last registered or heartbeat (monotonic ms), while active;
+        #: a broker not heard from yet counts from the activation.
+        self._contact: dict[int, int] = {}
+        self._active_since = 0
         raft.register(self)
 
     # -- state -------------------------------------------------------------------------------
@@ -184,6 +191,8 @@ class QuorumController:
         self._active = leader.epoch
         self._image = self._committed
         self._sessions.clear()
+        self._contact.clear()
+        self._active_since = self._clock.monotonic_ms()
         if feature_control.METADATA_VERSION not in self._image.features:
             # A fresh log (or one whose bootstrap never committed): write the bootstrap.
             records = [
@@ -316,6 +325,7 @@ class QuorumController:
         )
         if result.response.error.is_success:
             self._sessions[broker_id] = incarnation_id
+            self._contact[broker_id] = self._clock.monotonic_ms()
         self._check_active()
         return self._commit(result)
 
@@ -323,7 +333,31 @@ class QuorumController:
         self, request: BrokerHeartbeatRequest
     ) -> ControllerResult[BrokerHeartbeatResult]:
         self._check_active()
-        return self._commit(cluster_control.broker_heartbeat(self._image, request))
+        result = cluster_control.broker_heartbeat(self._image, request)
+        if result.response.error.is_success:
+            self._contact[request.broker_id] = self._clock.monotonic_ms()
+        return self._commit(result)
+
+    def fence_stale_brokers(self) -> ControllerResult[tuple[int, ...]]:
+        """Fence every unfenced broker not heard from for ``broker.session.timeout.ms``
+        (Kafka's BrokerHeartbeatManager); the answer names them."""
+        self._check_active()
+        timeout = self.config.broker_session_timeout_ms
+        if timeout is None:
+            return ControllerResult((), ())
+        now = self._clock.monotonic_ms()
+        stale: list[int] = []
+        records: list[ApiMessageAndVersion] = []
+        for broker in self._image.brokers.values():
+            heard = self._contact.get(broker.broker_id, self._active_since)
+            if broker.fenced or now - heard < timeout:
+                continue
+            change = cluster_control.set_fenced(
+                self._image, broker.broker_id, broker.broker_epoch, fenced=True
+            )
+            records.extend(change.records)
+            stale.append(broker.broker_id)
+        return self._commit(ControllerResult(tuple(records), tuple(stale)))
 
     def unfence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
         self._check_active()

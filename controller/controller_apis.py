@@ -1,6 +1,6 @@
 """The broker lifecycle APIs a controller listener serves, as Kafka's ``ControllerApis``:
-BrokerRegistration (62) and BrokerHeartbeat (63), from brokers in other processes (a
-millpond broker, or Apache Kafka's).
+BrokerRegistration (62), BrokerHeartbeat (63) and AllocateProducerIds (67), from brokers
+in other processes (a millpond broker, or Apache Kafka's).
 
 Each request becomes one controller operation; its answer goes out once the operation's
 records are committed. A node that is not the active controller answers NOT_CONTROLLER,
@@ -15,6 +15,8 @@ from millpond.controller.image import BrokerEndpoint
 from millpond.controller.results import NotControllerError
 from millpond.wire import Message
 from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api import allocate_producer_ids_request as pid
+from millpond.wire.generated.api import allocate_producer_ids_response as pid_resp
 from millpond.wire.generated.api import broker_heartbeat_request as hb
 from millpond.wire.generated.api import broker_heartbeat_response as hb_resp
 from millpond.wire.generated.api import broker_registration_request as reg
@@ -23,7 +25,7 @@ from millpond.wire.generated.api import broker_registration_response as reg_resp
 __all__ = ["CONTROLLER_API_VERSIONS", "handle_controller_request"]
 
 #: What these handlers serve: Kafka 4.4's ranges.
-CONTROLLER_API_VERSIONS = {62: (0, 4), 63: (0, 2)}
+CONTROLLER_API_VERSIONS = {62: (0, 4), 63: (0, 2), 67: (0, 0)}
 
 
 async def handle_controller_request(
@@ -33,6 +35,8 @@ async def handle_controller_request(
         return await _register(channel, request)
     if isinstance(request, hb.BrokerHeartbeatRequest):
         return await _heartbeat(channel, request)
+    if isinstance(request, pid.AllocateProducerIdsRequest):
+        return await _allocate_producer_ids(channel, request)
     raise TypeError(f"not a broker lifecycle request: {type(request).__name__}")
 
 
@@ -83,4 +87,18 @@ async def _heartbeat(
         is_caught_up=result.is_caught_up,
         is_fenced=result.is_fenced,
         should_shut_down=result.should_shut_down,
+    )
+
+
+async def _allocate_producer_ids(
+    channel: LocalControllerChannel, request: pid.AllocateProducerIdsRequest
+) -> pid_resp.AllocateProducerIdsResponse:
+    try:
+        block = await channel.allocate_producer_ids(request.broker_id, request.broker_epoch)
+    except NotControllerError:
+        return pid_resp.AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return pid_resp.AllocateProducerIdsResponse(
+        error_code=block.error.code,
+        producer_id_start=block.producer_id_start,
+        producer_id_len=block.producer_id_len,
     )

@@ -18,6 +18,9 @@ listener).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,9 +30,11 @@ from millpond.controller.controller_apis import handle_controller_request
 from millpond.controller.metadata_log import open_raft_client
 from millpond.controller.peer_channel import PeerChannel
 from millpond.controller.raft import codec
+from millpond.controller.raft.client import RaftLogFailedError
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import Endpoint, VoterSet
 from millpond.controller.raft_driver import RaftDriver
+from millpond.controller.results import NotControllerError
 
 if TYPE_CHECKING:
     import random
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
     from millpond.wire import Message
 
 __all__ = ["ControllerServer"]
+
+_log = logging.getLogger("millpond.controller")
 
 
 class ControllerServer:
@@ -83,7 +90,7 @@ class ControllerServer:
         self.driver = RaftDriver(
             raft,
             PeerChannel(
-                self._address_of,
+                self.address_of,
                 codec.SUPPORTED_VERSIONS,
                 client_id=f"raft-client-{config.node_id}",
                 request_timeout_ms=raft_config.request_timeout_ms,
@@ -93,6 +100,7 @@ class ControllerServer:
         )
         #: What a broker in this process submits its controller operations to.
         self.channel = LocalControllerChannel(self.controller)
+        self._sessions: asyncio.Task[None] | None = None
 
     @property
     def committed_image(self) -> MetadataImage:
@@ -109,13 +117,26 @@ class ControllerServer:
             return self.local_endpoints()
         return endpoints
 
-    def _address_of(self, node_id: int) -> tuple[str, int] | None:
-        endpoints = self._endpoints_of(node_id)
-        return (endpoints[0].host, endpoints[0].port) if endpoints else None
-
     async def start(self) -> None:
-        """Start carrying the quorum's messages (on the running event loop)."""
+        """Start carrying the quorum's messages (on the running event loop), and, where
+        brokers have sessions, fencing those that let theirs lapse."""
         self.driver.start()
+        timeout = self.config.broker_session_timeout_ms
+        if timeout is not None:
+            self._sessions = asyncio.get_running_loop().create_task(self._fence_stale(timeout))
+
+    async def _fence_stale(self, timeout_ms: int) -> None:
+        # A lapsed session is fenced within an eighth of the timeout.
+        while True:
+            await asyncio.sleep(timeout_ms / 8000)
+            if not self.controller.is_active:
+                continue
+            try:
+                fenced = await self.channel.submit(lambda c: c.fence_stale_brokers())
+            except (NotControllerError, RaftLogFailedError):
+                continue  # the next active controller fences them
+            if fenced:
+                _log.info("fenced brokers %s: no heartbeat within %d ms", fenced, timeout_ms)
 
     async def handle_raft_request(self, request: Message, version: int) -> Message:
         """A KRaft request from the controller listener, answered once the quorum has."""
@@ -128,10 +149,24 @@ class ControllerServer:
     def quorum_leader_id(self) -> int:
         return self.raft.leader.leader_id
 
+    @property
+    def is_active_controller(self) -> bool:
+        return self.controller.is_active
+
+    def address_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where a voter's first controller listener is (None: not known)."""
+        endpoints = self._endpoints_of(node_id)
+        return (endpoints[0].host, endpoints[0].port) if endpoints else None
+
     def voter_endpoints(self) -> dict[int, tuple[Endpoint, ...]]:
         return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
+        if self._sessions is not None:
+            self._sessions.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sessions
+            self._sessions = None
         await self.driver.stop()
         self.controller.close()
 

@@ -14,7 +14,7 @@ import sys
 
 from millpond import __version__
 
-BUILT_IN = ("serve", "ping")
+BUILT_IN = ("serve", "ping", "storage")
 """Commands of this module: their parser is built without the tools' (millpond.cli), whose
 imports would add about 6% to a broker's start-up."""
 
@@ -44,6 +44,9 @@ def _parser(tools: bool = True) -> argparse.ArgumentParser:
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
     ping.add_argument("--timeout-ms", type=int, default=5000)
+    from millpond import storage_tool
+
+    storage_tool.register(commands)
     if tools:
         from millpond import cli
 

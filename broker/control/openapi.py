@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from millpond import __version__
-from millpond.broker.control.error_responses import check
 from millpond.broker.control.faults import MAX_DELAY_MS, FaultAction, FaultError
+from millpond.broker.error_responses import check
 from millpond.wire.api import APIS
 from millpond.wire.errors import ErrorCode
 

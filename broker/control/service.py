@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.control.clock import ControlledClock
-from millpond.broker.control.error_responses import check
 from millpond.broker.control.faults import (
     FaultAction,
     FaultError,
@@ -19,6 +18,7 @@ from millpond.broker.control.faults import (
     api_key_of,
     error_code_of,
 )
+from millpond.broker.error_responses import check
 from millpond.wire.errors import ErrorCode
 from millpond.wire.message import uuid_to_str
 

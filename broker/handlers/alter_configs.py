@@ -73,7 +73,7 @@ async def alter(
             if error.is_failure:
                 refused[i] = error
     passed = [r for i, r in enumerate(resources) if i not in refused]
-    outcome = await broker.controller_channel.alter_configs(
+    outcome = await broker.admin_channel.alter_configs(
         passed, validate_only=validate_only, incremental=incremental
     )
     return [

@@ -55,7 +55,7 @@ async def handle(
         for t in request.topics
         if counts[t.name] == 1
     ]
-    outcome = await broker.controller_channel.create_partitions(
+    outcome = await broker.admin_channel.create_partitions(
         topics, validate_only=request.validate_only
     )
     for r in outcome:

@@ -74,9 +74,7 @@ async def handle(
                 configs={c.name: c.value for c in t.configs},
             )
         )
-    results = await broker.controller_channel.create_topics(
-        topics, validate_only=request.validate_only
-    )
+    results = await broker.admin_channel.create_topics(topics, validate_only=request.validate_only)
     answers = [_result(broker, ctx.api_version, r) for r in results]
     return CreateTopicsResponse(topics=answers + refused)
 

@@ -104,7 +104,7 @@ async def handle(
     names = [n for n in names if broker.image.topic_ids_by_name.get(n) not in clashing]
     ids = [i for i in ids if i not in clashing]
 
-    outcome = await broker.controller_channel.delete_topics(names, ids)
+    outcome = await broker.admin_channel.delete_topics(names, ids)
     for r in outcome:
         results.append(
             DeletableTopicResult(

@@ -7,6 +7,8 @@ Behaviour, as Apache Kafka 4.4's controller:
   be served here, under the client's principal (``request_principal``: Kafka's
   version-prefixed DefaultPrincipalData) and address.
 - ``response_data`` is the inner response frame, header included, at the inner version.
+- A node that is not the active controller answers NOT_CONTROLLER (the forwarding
+  broker asks the new one).
 - An inner request that cannot be read, an API this listener does not serve, or an
   Envelope inside an Envelope is INVALID_REQUEST (no response data); an unreadable
   principal is PRINCIPAL_DESERIALIZATION_FAILURE.
@@ -29,6 +31,18 @@ if TYPE_CHECKING:
     from millpond.broker.broker_server import BrokerServer
 
 ENVELOPE = 58
+
+
+#: The DefaultPrincipalData version this node writes.
+PRINCIPAL_VERSION = 0
+
+
+def encode_principal(principal: KafkaPrincipal) -> bytes:
+    """A principal as a forwarding broker writes it: the version, then the data."""
+    data = DefaultPrincipalData(
+        type=principal.principal_type, name=principal.name, token_authenticated=False
+    )
+    return PRINCIPAL_VERSION.to_bytes(2, "big") + data.encode(PRINCIPAL_VERSION)
 
 
 def _principal(data: bytes | None) -> KafkaPrincipal | None:
@@ -54,6 +68,9 @@ def _address(data: bytes) -> str:
 async def handle(
     broker: BrokerServer, ctx: RequestContext, request: EnvelopeRequest
 ) -> EnvelopeResponse:
+    quorum = broker.quorum
+    if quorum is None or not quorum.is_active_controller:
+        return EnvelopeResponse(error_code=ErrorCode.NOT_CONTROLLER)
     principal = _principal(request.request_principal)
     if principal is None:
         return EnvelopeResponse(error_code=ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE)

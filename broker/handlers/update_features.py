@@ -52,7 +52,7 @@ async def handle(
         for u in request.feature_updates
     ]
     validate_only = version >= 1 and request.validate_only
-    channel = broker.controller_channel
+    channel = broker.admin_channel
     checked = await channel.update_features(updates, validate_only=True)
     failed = next((checked[u.feature] for u in updates if checked[u.feature].is_failure), None)
     if failed is not None:

@@ -312,8 +312,8 @@ class Connection:
     def _inject(self, slot: _Slot, rule: FaultRule) -> None:
         """Carry out a fault rule (:mod:`millpond.broker.control.faults`)."""
         # Loaded with the first fault rule (by the control service), not at start-up.
-        from millpond.broker.control.error_responses import error_response  # noqa: PLC0415
         from millpond.broker.control.faults import FaultAction  # noqa: PLC0415
+        from millpond.broker.error_responses import error_response  # noqa: PLC0415
 
         ctx = slot.ctx
         logging.getLogger("millpond.broker").info(

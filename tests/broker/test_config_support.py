@@ -26,6 +26,7 @@ COMBINED = {
         {"process.roles": " controller , broker "},
         {"controller.quorum.voters": "1@localhost:9093"},
         {"node.id": "7", "controller.quorum.voters": "7@[::1]:9093"},
+        {**COMBINED, "controller.quorum.voters": "1@localhost:9093,2@b:9093,3@c:9093"},
         {**COMBINED, "controller.quorum.bootstrap.servers": "localhost:9093"},
         {**COMBINED, "controller.quorum.bootstrap.servers": "127.0.0.1:9093,[::1]:9093"},
         {"authorizer.class.name": ""},
@@ -42,17 +43,45 @@ def test_what_runs_is_accepted(props: dict[str, str]) -> None:
     assert config.process_roles in (("broker", "controller"), ("controller", "broker"))
 
 
+#: A broker-only node following three controllers.
+BROKER_ONLY = {
+    "node.id": "4",
+    "process.roles": "broker",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "controller.quorum.voters": "1@a:9093,2@b:9093,3@c:9093",
+}
+
+
+def test_a_broker_only_node_following_a_static_quorum_is_accepted() -> None:
+    config, warnings = build_config(BROKER_ONLY, ENV)
+    assert warnings == [] and config.process_roles == ("broker",)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "says"),
+    [
+        ({"controller.quorum.voters": ""}, "controller.quorum.voters", "needs the quorum"),
+        ({"node.id": "2"}, "controller.quorum.voters", "cannot be a voter"),
+        ({"controller.listener.names": ""}, "controller.listener.names", "names the controllers'"),
+        ({"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}, "controller.listener.names",
+         "lists none of its own"),
+        ({"controller.quorum.bootstrap.servers": "a:9093"}, "controller.quorum.bootstrap.servers",
+         "controller.quorum.voters"),
+    ],
+)  # fmt: skip
+def test_a_broker_only_node_without_its_quorum_is_refused(
+    change: dict[str, str], key: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config(BROKER_ONLY | change, ENV)
+    assert info.value.key == key and says in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("props", "key", "given", "instead"),
     [
-        ({"process.roles": "broker"}, "process.roles", "broker", "broker,controller"),
         ({"process.roles": "controller"}, "process.roles", "controller", "broker,controller"),
-        ({"controller.quorum.voters": "2@h:9093"}, "controller.quorum.voters", "2@h:9093",
-         "1@HOST:PORT"),
-        ({"controller.quorum.voters": "1@a:9093,2@b:9093"}, "controller.quorum.voters",
-         "1@a:9093,2@b:9093", "1@HOST:PORT"),
-        ({"controller.quorum.voters": "one@a:9093"}, "controller.quorum.voters", "one@a:9093",
-         "leave it unset"),
         ({**COMBINED, "controller.quorum.bootstrap.servers": "other:9999"},
          "controller.quorum.bootstrap.servers", "other:9999", "CONTROLLER"),
         ({"controller.quorum.bootstrap.servers": "localhost:9093"},
@@ -115,3 +144,26 @@ def test_describe_reports_these_keys_as_kafka_does() -> None:
     assert entries["process.roles"].value == "broker,controller"
     assert entries["controller.quorum.voters"].value == "1@localhost:9093"
     assert entries["authorizer.class.name"].value == ""
+
+
+@pytest.mark.parametrize(
+    ("props", "given", "says"),
+    [
+        ({"controller.quorum.voters": "2@h:9093"}, "2@h:9093", "add 1@HOST:PORT"),
+        ({"controller.quorum.voters": "one@a:9093"}, "one@a:9093", "is not ID@HOST:PORT"),
+        ({"controller.quorum.voters": "1@:9093"}, "1@:9093", "is not ID@HOST:PORT"),
+        ({"controller.quorum.voters": "1@a:9093,1@b:9093"}, "1@a:9093,1@b:9093", "named twice"),
+        ({**COMBINED, "controller.quorum.voters": "1@a:9999,2@b:9093"}, "1@a:9999,2@b:9093",
+         "port 9999, which none of its controller listeners uses"),
+        ({"controller.quorum.voters": "1@a:9093,2@b:9093"}, "1@a:9093,2@b:9093",
+         "controller.listener.names (none set)"),
+    ],
+)  # fmt: skip
+def test_a_voter_set_without_this_controller_is_refused(
+    props: dict[str, str], given: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config(props, ENV)
+    assert info.value.key == "controller.quorum.voters"
+    assert str(info.value).startswith(f"controller.quorum.voters: invalid value {given!r}")
+    assert says in str(info.value)

@@ -49,6 +49,7 @@ def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer
         max_request_bytes=config.socket_request_max_bytes,
         idle_ms=config.connections_max_idle_ms, auto_create_topics=True, routes=ROUTES,
         fs=fs, clock=clock, rng=rng, channel=controller.channel, metadata=controller,
+        quorum=controller,
         trace=None,
     )  # fmt: skip
     asyncio.set_event_loop(None)

@@ -9,6 +9,7 @@ from millpond.controller.config_control import AlterableConfig, AlterConfigsReso
 from millpond.controller.feature_control import FeatureUpdate, FeatureUpgradeType
 from millpond.controller.image import ConfigResource, ConfigResourceType
 from millpond.controller.replication_control import CreatableTopic
+from millpond.storage.clock import ManualClock
 from millpond.wire.errors import ErrorCode
 
 from .helpers import CLUSTER_ID, ENDPOINT, NODE_ID, mem_fs, open_controller, running_node
@@ -275,3 +276,37 @@ def test_heartbeats_unfence_a_caught_up_broker_and_fence_on_request() -> None:
     assert stale.response.error.code == ErrorCode.STALE_BROKER_EPOCH and not stale.records
     unknown = controller.broker_heartbeat(BrokerHeartbeatRequest(9, 0, 0, False, False))
     assert unknown.response.error.code == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+def test_a_broker_silent_for_its_session_timeout_is_fenced() -> None:
+    clock = ManualClock()
+    controller = open_controller(mem_fs(), clock=clock, broker_session_timeout_ms=1000)
+    epochs = {b: controller.register_broker(b, [ENDPOINT]).response.broker_epoch for b in (2, 3)}
+
+    def beat(broker_id: int) -> BrokerHeartbeatResult:
+        request = BrokerHeartbeatRequest(broker_id, epochs[broker_id], 100, False, False)
+        return controller.broker_heartbeat(request).response
+
+    assert not beat(2).is_fenced and not beat(3).is_fenced
+    clock.advance(600)
+    beat(3)
+    clock.advance(399)
+    assert controller.fence_stale_brokers().response == ()  # 999 ms: still in time
+    clock.advance(1)
+    fenced = controller.fence_stale_brokers()
+    assert fenced.response == (2,) and len(fenced.records) == 1
+    assert controller.image.brokers[2].fenced and not controller.image.brokers[3].fenced
+    assert controller.fence_stale_brokers().response == ()  # fenced already: no record
+    assert not beat(2).is_fenced  # a caught-up broker that heartbeats again is unfenced
+    clock.advance(1000)
+    assert controller.fence_stale_brokers().response == (2, 3)
+
+
+def test_a_single_node_fences_no_broker_on_silence() -> None:
+    clock = ManualClock()
+    controller = open_controller(mem_fs(), clock=clock)
+    epoch = controller.register_broker(2, [ENDPOINT]).response.broker_epoch
+    controller.unfence_broker(2, epoch)
+    clock.advance(10**9)
+    assert controller.fence_stale_brokers().response == ()
+    assert not controller.image.brokers[2].fenced

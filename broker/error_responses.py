@@ -1,6 +1,7 @@
-"""The answer to a request that an injected fault makes fail: the request's own response
-type, every topic, partition or key it named carrying the error, as Kafka answers a
-request it refuses as a whole (its ``AbstractRequest.getErrorResponse``).
+"""The answer refusing a request as a whole: the request's own response type, every
+topic, partition, resource or key it named carrying the error, as Kafka builds it (its
+``AbstractRequest.getErrorResponse``). Injected faults answer with it, and so does a
+controller asked for an operation while it is not the active one (NOT_CONTROLLER).
 
 APIs whose response has a top-level error code get it there; those that report errors
 per topic or partition are built below. An API with neither (its errors live in
@@ -19,6 +20,9 @@ from millpond.wire.api import APIS
 from millpond.wire.message import Message, Struct
 
 MESSAGE = "injected by millpond's fault injection"
+
+#: (request, error code, version, error message) -> the refusing response.
+Builder = Callable[[Any, int, int, str], Message]
 
 #: API key -> (request topics, request partitions, its partition index field, response
 #: topics, response partitions, their index field): the per-partition APIs.
@@ -60,14 +64,14 @@ def _has(cls: type[Struct], name: str, version: int) -> bool:
     return any(f.name == name and f.present(version) for f in cls._FIELDS)
 
 
-def _partitioned(key: int, request: Any, code: int, version: int) -> Message:
+def _partitioned(key: int, request: Any, code: int, version: int, message: str) -> Message:
     req_topics, req_parts, req_index, topics, parts, index = _PARTITIONED[key]
     response = APIS[key].response_class
     topic_cls = _element(response, topics)
     part_cls = _element(topic_cls, parts)
     extra = dict(_PARTITION_EXTRA[key])
     if _has(part_cls, "error_message", version):
-        extra["error_message"] = MESSAGE
+        extra["error_message"] = message
     out = []
     for topic in getattr(request, req_topics):
         name_field = "topic" if hasattr(topic, "topic") else "name"
@@ -82,24 +86,24 @@ def _partitioned(key: int, request: Any, code: int, version: int) -> Message:
     return _make(response, **{topics: out})
 
 
-def _find_coordinator(request: Any, code: int, version: int) -> Message:
+def _find_coordinator(request: Any, code: int, version: int, message: str) -> Message:
     response = APIS[10].response_class
     if version < 4:
         kwargs: dict[str, Any] = {"error_code": code, "node_id": -1, "host": "", "port": -1}
         if version >= 1:
-            kwargs["error_message"] = MESSAGE
+            kwargs["error_message"] = message
         return _make(response, **kwargs)
     coordinator = _element(response, "coordinators")
     return _make(
         response,
         coordinators=[
-            coordinator(key=k, error_code=code, error_message=MESSAGE, node_id=-1, port=-1)
+            coordinator(key=k, error_code=code, error_message=message, node_id=-1, port=-1)
             for k in request.coordinator_keys
         ],
     )
 
 
-def _offset_fetch(request: Any, code: int, version: int) -> Message:
+def _offset_fetch(request: Any, code: int, version: int, message: str) -> Message:
     response = APIS[9].response_class
     if version >= 8:
         group = _element(response, "groups")
@@ -124,13 +128,13 @@ def _offset_fetch(request: Any, code: int, version: int) -> Message:
     )
 
 
-def _topic_results(key: int, results: str) -> Callable[[Any, int, int], Message]:
-    """CreateTopics and DeleteTopics: one result per named topic."""
+def _topic_results(key: int, results: str) -> Builder:
+    """CreateTopics, DeleteTopics and CreatePartitions: one result per named topic."""
 
-    def build(request: Any, code: int, version: int) -> Message:
+    def build(request: Any, code: int, version: int, message: str) -> Message:
         response = APIS[key].response_class
         result = _element(response, results)
-        extra = {"error_message": MESSAGE} if _has(result, "error_message", version) else {}
+        extra = {"error_message": message} if _has(result, "error_message", version) else {}
         if key == 20 and version < 6:
             names = list(request.topic_names)
         else:
@@ -142,12 +146,37 @@ def _topic_results(key: int, results: str) -> Callable[[Any, int, int], Message]
     return build
 
 
-_BUILDERS: dict[int, Callable[[Any, int, int], Message]] = {
+def _resource_results(key: int) -> Builder:
+    """AlterConfigs and IncrementalAlterConfigs: one result per named resource."""
+
+    def build(request: Any, code: int, version: int, message: str) -> Message:
+        response = APIS[key].response_class
+        result = _element(response, "responses")
+        return _make(
+            response,
+            responses=[
+                result(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in request.resources
+            ],
+        )
+
+    return build
+
+
+_BUILDERS: dict[int, Builder] = {
     **{key: functools.partial(_partitioned, key) for key in _PARTITIONED},
     9: _offset_fetch,
     10: _find_coordinator,
     19: _topic_results(19, "topics"),
     20: _topic_results(20, "responses"),
+    33: _resource_results(33),
+    37: _topic_results(37, "results"),
+    44: _resource_results(44),
 }
 
 
@@ -164,17 +193,20 @@ def check(api_key: int) -> None:
         )
 
 
-def error_response(api_key: int, version: int, request: Any, code: int) -> Message | None:
+def error_response(
+    api_key: int, version: int, request: Any, code: int, message: str = MESSAGE
+) -> Message | None:
     """The response of ``request`` (an ``api_key`` request at ``version``) refusing it
-    with ``code``; None when that version has no field for it (the caller closes the
-    connection instead, the one refusal every version understands)."""
+    with ``code`` (and ``message`` where the response carries one); None when that
+    version has no field for it (the caller closes the connection instead, the one
+    refusal every version understands)."""
     builder = _BUILDERS.get(api_key)
     if builder is not None:
-        return builder(request, code, version)
+        return builder(request, code, version, message)
     response = APIS[api_key].response_class
     if not _has(response, "error_code", version):
         return None
     kwargs: dict[str, Any] = {"error_code": code}
     if _has(response, "error_message", version):
-        kwargs["error_message"] = MESSAGE
+        kwargs["error_message"] = message
     return _make(response, **kwargs)

@@ -1,0 +1,79 @@
+"""The metadata quorum a node's ``controller.quorum.*`` settings describe.
+
+``controller.quorum.voters`` names a static voter set (``kraft.version`` 0), each voter
+reached at its ``id@host:port`` through the first of ``controller.listener.names``, as
+Kafka's ``QuorumConfig`` reads it. Unset, the node is the one voter of its own quorum
+(the zero-config single node). The timers and limits carry over to the Raft core as
+Kafka's names mean them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from millpond.broker.config_defs_listeners import strs
+from millpond.controller.raft.config import RaftConfig
+from millpond.controller.raft.keys import Endpoint, ReplicaKey, Voter, VoterSet
+from millpond.storage.config_def import ConfigError, Value
+
+__all__ = ["parse_voters", "raft_config", "static_voters"]
+
+_VOTER = re.compile(r"(-?[0-9]+)@\[?([^\[\]@]*)\]?:([0-9]+)")
+#: The listener name a voter's endpoint carries when no controller listener is named.
+_DEFAULT_LISTENER = "CONTROLLER"
+
+
+def parse_voters(entries: Sequence[str]) -> dict[int, tuple[str, int]]:
+    """``id@host:port`` entries by node id; ConfigError naming the bad entry."""
+    found: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        match = _VOTER.fullmatch(entry)
+        if match is None or not match.group(2):
+            raise ConfigError(
+                "controller.quorum.voters",
+                ",".join(entries),
+                f"entry {entry!r} is not ID@HOST:PORT (for example 1@localhost:9093)",
+            )
+        node_id = int(match.group(1))
+        if node_id < 0 or node_id in found:
+            raise ConfigError(
+                "controller.quorum.voters",
+                ",".join(entries),
+                f"voter id {node_id} is {'negative' if node_id < 0 else 'named twice'}; "
+                "give each voter its own non-negative node.id",
+            )
+        found[node_id] = (match.group(2), int(match.group(3)))
+    return found
+
+
+def static_voters(values: Mapping[str, Value], controller_names: Sequence[str]) -> VoterSet | None:
+    """The voter set ``controller.quorum.voters`` names, or None when it is unset."""
+    voters = parse_voters(strs(values["controller.quorum.voters"]))
+    if not voters:
+        return None
+    listener = controller_names[0] if controller_names else _DEFAULT_LISTENER
+    return VoterSet(
+        Voter(ReplicaKey(node_id), (Endpoint(listener, host, port),))
+        for node_id, (host, port) in voters.items()
+    )
+
+
+def raft_config(values: Mapping[str, Value], kraft_version: int = 0) -> RaftConfig:
+    """The Raft core's settings; the cluster id is the node's (meta.properties)."""
+
+    def num(key: str) -> int:
+        value = values[key]
+        assert isinstance(value, int)
+        return value
+
+    return RaftConfig(
+        election_timeout_ms=num("controller.quorum.election.timeout.ms"),
+        fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms"),
+        election_backoff_max_ms=num("controller.quorum.election.backoff.max.ms"),
+        request_timeout_ms=num("controller.quorum.request.timeout.ms"),
+        retry_backoff_ms=num("controller.quorum.retry.backoff.ms"),
+        fetch_max_bytes=num("controller.quorum.fetch.max.bytes"),
+        fetch_snapshot_max_bytes=num("controller.quorum.fetch.snapshot.max.bytes"),
+        kraft_version=kraft_version,
+    )

@@ -1,0 +1,235 @@
+"""The controller channel of a broker in a quorum of several nodes: Kafka's requests to
+the active controller, over the network, wherever that controller runs.
+
+As Kafka's ``BrokerLifecycleManager``, the broker registers (BrokerRegistration, with
+a new incarnation id each start), then heartbeats (BrokerHeartbeat) with the offset of
+the metadata it has replayed: fenced until the controller finds it caught up, then every
+``broker.heartbeat.interval.ms`` for as long as it runs, so the controller keeps its
+session. It stops with a heartbeat that asks to shut down (controlled shutdown).
+Producer id blocks (AllocateProducerIds) and the topics a broker creates itself
+(CreateTopics: auto-creation, internal topics) go the same way. Each answer is the
+active controller's, given once its records are committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from millpond.controller.cluster_control import BrokerRegistrationResult, ProducerIdsBlock
+from millpond.controller.replication_control import CreateTopicResult
+from millpond.controller.results import NO_ERROR, ApiError
+from millpond.wire import Message
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api import allocate_producer_ids_request as pid
+from millpond.wire.generated.api import allocate_producer_ids_response as pid_resp
+from millpond.wire.generated.api import broker_heartbeat_request as hb
+from millpond.wire.generated.api import broker_heartbeat_response as hb_resp
+from millpond.wire.generated.api import broker_registration_request as reg
+from millpond.wire.generated.api import broker_registration_response as reg_resp
+from millpond.wire.generated.api import create_topics_request as ct
+from millpond.wire.generated.api import create_topics_response as ct_resp
+
+if TYPE_CHECKING:
+    from millpond.broker.controller_link import ControllerLink
+    from millpond.controller.image import BrokerEndpoint
+    from millpond.controller.replication_control import CreatableTopic
+
+__all__ = ["BrokerIdentity", "RemoteControllerChannel"]
+
+_log = logging.getLogger("millpond.broker")
+#: How soon a fenced broker asks again whether it has caught up.
+_CATCH_UP_POLL_MS = 50
+
+
+class BrokerIdentity(NamedTuple):
+    """What a broker tells the controller about itself, and its lifecycle timers."""
+
+    cluster_id: str
+    incarnation_id: bytes
+    rack: str | None
+    #: Feature name -> (min, max) supported level.
+    features: Mapping[str, tuple[int, int]]
+    log_dirs: Sequence[bytes]
+    heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
+    registration_timeout_ms: int  # initial.broker.registration.timeout.ms
+    request_timeout_ms: int  # request.timeout.ms
+
+
+def _code(response: Message) -> int:
+    code = getattr(response, "error_code", ErrorCode.NONE)
+    assert isinstance(code, int)
+    return code
+
+
+def _first_topic_code(response: Message) -> int:
+    assert isinstance(response, ct_resp.CreateTopicsResponse)
+    return response.topics[0].error_code if response.topics else ErrorCode.NONE
+
+
+class RemoteControllerChannel:
+    """A :class:`~millpond.controller.channel.ControllerChannel` over the network."""
+
+    def __init__(
+        self, link: ControllerLink, identity: BrokerIdentity, metadata_offset: Callable[[], int]
+    ) -> None:
+        """``metadata_offset()``: the last offset of the metadata this broker has
+        replayed (what its heartbeats report)."""
+        self._link = link
+        self._identity = identity
+        self._metadata_offset = metadata_offset
+        self._heartbeats: asyncio.Task[None] | None = None
+        self._session: tuple[int, int] | None = None  # (broker id, broker epoch)
+        self._unfenced: asyncio.Future[None] | None = None
+
+    async def register_broker(
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
+    ) -> BrokerRegistrationResult:
+        me = self._identity
+
+        def build(version: int) -> Message:
+            return reg.BrokerRegistrationRequest(
+                broker_id=broker_id,
+                cluster_id=me.cluster_id,
+                incarnation_id=me.incarnation_id,
+                listeners=[
+                    reg.Listener(
+                        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+                    )
+                    for e in endpoints
+                ],
+                features=[
+                    reg.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+                    for n, (lo, hi) in me.features.items()
+                ],
+                rack=me.rack,
+                log_dirs=list(me.log_dirs),
+            )
+
+        response = await self._link.send(62, build, _code, me.registration_timeout_ms)
+        assert isinstance(response, reg_resp.BrokerRegistrationResponse)
+        return BrokerRegistrationResult(
+            ApiError(ErrorCode(response.error_code)), response.broker_epoch
+        )
+
+    async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:
+        """Heartbeat until the controller unfences this broker (it keeps heartbeating
+        afterwards, until :meth:`close`)."""
+        self._session = (broker_id, broker_epoch)
+        self._unfenced = asyncio.get_running_loop().create_future()
+        self._heartbeats = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        await asyncio.shield(self._unfenced)
+        return NO_ERROR
+
+    async def _heartbeat(
+        self, *, shut_down: bool = False, timeout_ms: int | None = None
+    ) -> hb_resp.BrokerHeartbeatResponse:
+        assert self._session is not None
+        broker_id, broker_epoch = self._session
+
+        def build(version: int) -> Message:
+            return hb.BrokerHeartbeatRequest(
+                broker_id=broker_id,
+                broker_epoch=broker_epoch,
+                current_metadata_offset=self._metadata_offset(),
+                want_fence=False,
+                want_shut_down=shut_down,
+            )
+
+        timeout_ms = timeout_ms or self._identity.request_timeout_ms
+        response = await self._link.send(63, build, _code, timeout_ms)
+        assert isinstance(response, hb_resp.BrokerHeartbeatResponse)
+        return response
+
+    async def _heartbeat_loop(self) -> None:
+        assert self._unfenced is not None
+        interval = self._identity.heartbeat_interval_ms
+        reported: int | None = None
+        while True:
+            try:
+                response = await self._heartbeat()
+            except ConnectionError as exc:
+                _log.warning("broker heartbeat: %s", exc)
+                continue
+            fenced = response.is_fenced or response.error_code != ErrorCode.NONE
+            if response.error_code != reported and response.error_code != ErrorCode.NONE:
+                _log.warning("broker heartbeat refused: %s", ErrorCode(response.error_code).name)
+            reported = response.error_code
+            if not fenced and not self._unfenced.done():
+                self._unfenced.set_result(None)
+            await asyncio.sleep((_CATCH_UP_POLL_MS if fenced else interval) / 1000)
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
+        def build(version: int) -> Message:
+            return pid.AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=broker_epoch)
+
+        response = await self._link.send(67, build, _code, self._identity.request_timeout_ms)
+        assert isinstance(response, pid_resp.AllocateProducerIdsResponse)
+        return ProducerIdsBlock(
+            ApiError(ErrorCode(response.error_code)),
+            response.producer_id_start,
+            response.producer_id_len,
+        )
+
+    async def create_topics(
+        self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
+    ) -> list[CreateTopicResult]:
+        timeout_ms = self._identity.request_timeout_ms
+
+        def build(version: int) -> Message:
+            return ct.CreateTopicsRequest(
+                topics=[
+                    ct.CreatableTopic(
+                        name=t.name,
+                        num_partitions=t.num_partitions,
+                        replication_factor=t.replication_factor,
+                        assignments=[
+                            ct.CreatableReplicaAssignment(
+                                partition_index=a.partition_index, broker_ids=list(a.broker_ids)
+                            )
+                            for a in t.assignments
+                        ],
+                        configs=[
+                            ct.CreatableTopicConfig(name=k, value=v) for k, v in t.configs.items()
+                        ],
+                    )
+                    for t in topics
+                ],
+                timeout_ms=timeout_ms,
+                validate_only=validate_only,
+            )
+
+        response = await self._link.send(19, build, _first_topic_code, timeout_ms)
+        assert isinstance(response, ct_resp.CreateTopicsResponse)
+        return [
+            CreateTopicResult(
+                t.name,
+                ApiError(ErrorCode(t.error_code), t.error_message),
+                bytes(t.topic_id),
+                t.num_partitions,
+                t.replication_factor,
+                {c.name: c.value for c in t.configs or () if c.value is not None},
+            )
+            for t in response.topics
+        ]
+
+    async def close(self) -> None:
+        """Stop heartbeating, after one heartbeat that asks to shut down (controlled
+        shutdown). It waits two heartbeat intervals at most: a broker no controller
+        answers is fenced when its session lapses anyway."""
+        if self._heartbeats is None:
+            return
+        self._heartbeats.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._heartbeats
+        self._heartbeats = None
+        try:
+            await self._heartbeat(
+                shut_down=True, timeout_ms=2 * self._identity.heartbeat_interval_ms
+            )
+        except ConnectionError as exc:
+            _log.info("controlled shutdown not acknowledged: %s", exc)
+        self._link.close()

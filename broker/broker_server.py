@@ -86,11 +86,14 @@ class BrokerServer:
         authorizer: Authorizer | None = None,
         quorum: QuorumRequests | None = None,
         controller_link: ControllerLink | None = None,
+        broker_role: bool = True,
     ) -> None:
         """``controller_link``: where clients' admin requests go, in Envelopes, to the
         active controller (a quorum of several nodes); None: to the controller in this
-        process."""
+        process. ``broker_role=False``: a controller-only node, which serves its
+        controller listeners and neither registers nor runs groups."""
         self.node_id = node_id
+        self.broker_role = broker_role
         #: Where the controller listener's KRaft requests go (None: no controller here).
         self.quorum = quorum
         self.controller_link = controller_link
@@ -184,6 +187,8 @@ class BrokerServer:
         or configs (nothing else concerns it yet). A publisher failure is logged; the
         image stays, as the log does."""
         self._image = image
+        if not self.broker_role:
+            return  # a controller-only node holds no partitions
         if not (delta.changed_topics or delta.changed_configs) and self._publisher is None:
             return
         try:
@@ -249,6 +254,17 @@ class BrokerServer:
 
     async def start(self) -> None:
         await self.listeners.start()
+        if self.broker_role:
+            await self._start_broker_role()
+        control_port = self.config.get(CONTROL_PORT_KEY)
+        if isinstance(control_port, int) and control_port >= 0:
+            # Off by default: only brokers that serve it load http.server (about 3 MB).
+            from millpond.broker.control.http import ControlServer  # noqa: PLC0415
+
+            self.control_server = ControlServer(self.control, control_port)
+            await self.control_server.start()
+
+    async def _start_broker_role(self) -> None:
         channel = self.controller_channel
         registration = await channel.register_broker(self.node_id, self.listeners.endpoints())
         # Producer ids come in blocks the controller grants this broker incarnation.
@@ -259,13 +275,6 @@ class BrokerServer:
         await channel.unfence_broker(self.node_id, registration.broker_epoch)
         self.groups.start()
         self.maintenance.start()
-        control_port = self.config.get(CONTROL_PORT_KEY)
-        if isinstance(control_port, int) and control_port >= 0:
-            # Off by default: only brokers that serve it load http.server (about 3 MB).
-            from millpond.broker.control.http import ControlServer  # noqa: PLC0415
-
-            self.control_server = ControlServer(self.control, control_port)
-            await self.control_server.start()
 
     async def stop(self) -> None:
         if self.control_server is not None:

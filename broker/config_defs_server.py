@@ -47,8 +47,7 @@ _ROWS: list[ConfigDefinition] = [
            "Deprecated alias of node.id; when both are set they must agree.", used=True),
     define("process.roles", LIST, "broker,controller", HIGH,
            "Roles this process plays: broker, controller or both. Kafka requires it; "
-           "millpond runs both (combined mode, its default) or the broker alone, and "
-           "refuses the controller alone so far.",
+           "millpond defaults to both (combined mode).",
            list_of("broker", "controller", allow_empty=False), used=True),
     define("controller.listener.names", LIST, "", HIGH,
            "Names of the listeners the controller uses; those listeners are not advertised "

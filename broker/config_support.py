@@ -8,8 +8,9 @@ PLAINTEXT listeners, no authorizer, the classic group protocol) or the broker re
 start, with an error naming the key and the value given, what millpond supports so far and
 what to set instead:
 
-- ``process.roles``: both roles (combined mode) or the broker role alone (following a
-  static quorum of other nodes); a controller-only process is refused.
+- ``process.roles``: both roles (combined mode), the broker role alone (following a
+  static quorum of other nodes), or the controller role alone (a voter of a static
+  quorum, serving controller listeners only).
 - ``controller.quorum.voters``: unset, or a static voter set that includes this node;
   with more than one voter, this node's entry is one of its controller listeners.
 - ``controller.quorum.bootstrap.servers``: unset, or entries naming this node's controller
@@ -58,13 +59,6 @@ def check_supported(
     roles = set(strs(values["process.roles"]))
     voters_text = to_kafka_string(values["controller.quorum.voters"]) or ""
     voters = parse_voters(strs(values["controller.quorum.voters"]))
-    if roles not in ({"broker", "controller"}, {"broker"}):
-        raise _refuse(
-            "process.roles",
-            ",".join(strs(values["process.roles"])),
-            "runs nodes that are brokers (with or without the controller role)",
-            "set process.roles=broker,controller or broker",
-        )
     node_id = values["node.id"]
     assert isinstance(node_id, int)
     controller_ports = {
@@ -81,6 +75,8 @@ def check_supported(
             )
         _check_security(values, static, listeners)
         return
+    if roles == {"controller"}:
+        _check_controller_only(voters, voters_text, listeners, controller_names)
     if voters and node_id not in voters:
         raise ConfigError(
             "controller.quorum.voters",
@@ -138,6 +134,31 @@ def _check_broker_only(
             ",".join(controller_names),
             "a broker-only node names the controllers' listener here (to reach them) and "
             "lists none of its own in listeners",
+        )
+
+
+def _check_controller_only(
+    voters: Mapping[int, tuple[str, int]],
+    voters_text: str,
+    listeners: Sequence[Listener],
+    controller_names: Sequence[str],
+) -> None:
+    """A controller-only node is a voter of a quorum it serves on controller listeners
+    only."""
+    if not voters:
+        raise ConfigError(
+            "controller.quorum.voters",
+            voters_text,
+            "a controller-only node (process.roles=controller) is a voter of a quorum of "
+            "several: list every voter as ID@HOST:PORT, this node among them",
+        )
+    others = [str(x) for x in listeners if x.name not in controller_names]
+    if others:
+        raise ConfigError(
+            "listeners",
+            ",".join(str(x) for x in listeners),
+            f"a controller-only node serves controller listeners only, not {', '.join(others)}"
+            "; name its listeners in controller.listener.names, or give it the broker role",
         )
 
 

@@ -8,8 +8,8 @@ meet only at the seams a remote controller would use: the broker submits operati
 through the controller's channel and acts on the committed metadata it is fed. Both
 share the data directory (one lock, one ``meta.properties`` cluster id).
 
-``process.roles=broker,controller`` (combined mode) and ``broker`` run today; the
-configuration refuses a controller alone at start-up. A combined node alone is the one
+``process.roles`` may be ``broker,controller`` (combined mode), ``broker`` or
+``controller`` (which serves its controller listeners only). A combined node alone is the one
 voter of its quorum, and its broker role calls the controller beside it. As one voter of
 a quorum of several (``controller.quorum.voters``), and as a broker-only node (which
 follows the quorum's log as an observer and serves no controller listener), its broker
@@ -126,7 +126,11 @@ class Broker(BrokerServer):
         dirs = list(dict.fromkeys([data_dir, *(log_dirs or [])]))
         #: ``process.roles=broker``: the node follows the quorum's log as an observer.
         self.broker_only = "controller" not in config.process_roles
-        several = voters is not None and (len(voters) > 1 or self.broker_only)
+        #: ``process.roles=controller``: a voter that serves its controller listeners only.
+        self.controller_only = "broker" not in config.process_roles
+        several = voters is not None and (
+            len(voters) > 1 or self.broker_only or self.controller_only
+        )
         cluster_id = _cluster_id(fs, data_dir, rng, formatted=several)
         for directory in dirs:
             fs.makedirs(directory)
@@ -164,7 +168,7 @@ class Broker(BrokerServer):
         )
         channel: ControllerChannel = self.controller_server.channel
         link = None
-        if several:
+        if several and not self.controller_only:
             # A quorum of several: the broker role reaches the active controller over the
             # network, wherever it runs, as a broker-only node would.
             link, channel = self._remote_channel(config, cluster_id, rng, raft_config)
@@ -191,6 +195,7 @@ class Broker(BrokerServer):
             quorum=None if self.broker_only else self.controller_server,
             trace=trace,
             controller_link=link,
+            broker_role=not self.controller_only,
         )
 
     @classmethod

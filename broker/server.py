@@ -403,7 +403,8 @@ class Listeners:
         if server.listener.controller:
             server = self.primary
         plan = self.plans[server.listener.name]
-        assert plan.advertised is not None
+        if plan.advertised is None:  # a controller-only node: where it listens
+            return plan.host or "localhost", server.port
         host, port = plan.advertised
         return host, port if port is not None else server.port
 

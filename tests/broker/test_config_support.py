@@ -53,6 +53,40 @@ BROKER_ONLY = {
 }
 
 
+#: A controller-only node, one of three voters.
+CONTROLLER_ONLY = {
+    "process.roles": "controller",
+    "listeners": "CONTROLLER://:9093",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+    "controller.quorum.voters": "1@a:9093,2@b:9093,3@c:9093",
+}
+
+
+def test_a_controller_only_voter_is_accepted() -> None:
+    config, warnings = build_config(CONTROLLER_ONLY, ENV)
+    assert warnings == [] and config.process_roles == ("controller",)
+    assert config.advertised_listeners == ()
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "says"),
+    [
+        ({"controller.quorum.voters": ""}, "controller.quorum.voters", "list every voter"),
+        ({"node.id": "4"}, "controller.quorum.voters", "add 4@HOST:PORT"),
+        ({"listeners": "CONTROLLER://:9093,PLAINTEXT://:9092",
+          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"},
+         "listeners", "not PLAINTEXT://:9092"),
+    ],
+)  # fmt: skip
+def test_a_controller_only_node_outside_its_quorum_is_refused(
+    change: dict[str, str], key: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config(CONTROLLER_ONLY | change, ENV)
+    assert info.value.key == key and says in str(info.value)
+
+
 def test_a_broker_only_node_following_a_static_quorum_is_accepted() -> None:
     config, warnings = build_config(BROKER_ONLY, ENV)
     assert warnings == [] and config.process_roles == ("broker",)
@@ -81,7 +115,6 @@ def test_a_broker_only_node_without_its_quorum_is_refused(
 @pytest.mark.parametrize(
     ("props", "key", "given", "instead"),
     [
-        ({"process.roles": "controller"}, "process.roles", "controller", "broker,controller"),
         ({**COMBINED, "controller.quorum.bootstrap.servers": "other:9999"},
          "controller.quorum.bootstrap.servers", "other:9999", "CONTROLLER"),
         ({"controller.quorum.bootstrap.servers": "localhost:9093"},

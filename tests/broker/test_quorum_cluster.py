@@ -1,15 +1,15 @@
-"""Three combined-mode nodes (broker and controller each), one static quorum of three
-voters on 127.0.0.1-3, and a broker-only node on 127.0.0.4 following it: every broker
-registers with the active controller over the network and is unfenced by its
-heartbeats, an admin request sent to any broker is forwarded in an Envelope to the
-active controller, every node follows the same committed metadata, and when the active
-controller stops another takes over."""
+"""Nodes of one cluster around a static quorum of three voters, on 127.0.0.x: three
+combined nodes with a broker-only node following them, and three controller-only nodes
+with two broker-only nodes. Every broker registers with the active controller over the
+network and is unfenced by its heartbeats, an admin request sent to any broker is
+forwarded in an Envelope to the active controller, every node follows the same
+committed metadata, and when the active controller stops another takes over."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -23,9 +23,10 @@ from millpond.storage.fs import OsFileSystem
 from millpond.storage.log_dirs import ensure_meta_properties
 
 CLUSTER_ID = "cXVvcnVtLWNsdXN0ZXItdA"
-HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
-#: Nodes 1-3 are voters; node 4 is a broker only.
-VOTERS = (1, 2, 3)
+#: node id -> process.roles: voters 1-3 with the broker role, and node 4 a broker only.
+COMBINED = {1: "broker,controller", 2: "broker,controller", 3: "broker,controller", 4: "broker"}
+#: Voters 1-3 controllers only, nodes 4 and 5 brokers only.
+APART = {1: "controller", 2: "controller", 3: "controller", 4: "broker", 5: "broker"}
 
 
 def free_port(host: str) -> int:
@@ -35,26 +36,43 @@ def free_port(host: str) -> int:
         return port
 
 
+def host_of(node_id: int) -> str:
+    return f"127.0.0.{node_id}"
+
+
 class Cluster:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, roles: Mapping[int, str]) -> None:
         self.root = root
-        self.ports = [(free_port(h), free_port(h)) for h in HOSTS]
+        self.roles = roles
+        self.ports = {i: (free_port(host_of(i)), free_port(host_of(i))) for i in roles}
         self.nodes: dict[int, Broker] = {}
 
+    @property
+    def voters(self) -> list[int]:
+        return [i for i, roles in self.roles.items() if "controller" in roles]
+
+    @property
+    def brokers(self) -> list[int]:
+        return [i for i, roles in self.roles.items() if "broker" in roles]
+
     def props(self, node_id: int) -> dict[str, str]:
-        host = HOSTS[node_id - 1]
-        port, controller = self.ports[node_id - 1]
-        voters = ",".join(f"{i}@{HOSTS[i - 1]}:{self.ports[i - 1][1]}" for i in VOTERS)
-        voter = node_id in VOTERS
-        listeners = f"PLAINTEXT://{host}:{port}"
-        return {
+        host = host_of(node_id)
+        port, controller = self.ports[node_id]
+        roles = self.roles[node_id]
+        listeners = []
+        if "broker" in roles:
+            listeners.append(f"PLAINTEXT://{host}:{port}")
+        if "controller" in roles:
+            listeners.append(f"CONTROLLER://{host}:{controller}")
+        props = {
             "node.id": str(node_id),
-            "process.roles": "broker,controller" if voter else "broker",
-            "listeners": listeners + (f",CONTROLLER://{host}:{controller}" if voter else ""),
-            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+            "process.roles": roles,
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": voters,
+            "controller.quorum.voters": ",".join(
+                f"{i}@{host_of(i)}:{self.ports[i][1]}" for i in self.voters
+            ),
             "controller.quorum.election.timeout.ms": "150",
             "controller.quorum.fetch.timeout.ms": "300",
             "controller.quorum.election.backoff.max.ms": "150",
@@ -63,6 +81,9 @@ class Cluster:
             "request.timeout.ms": "5000",
             "log.dirs": str(self.root / str(node_id)),
         }
+        if "broker" in roles:
+            props["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+        return props
 
     async def start(self, node_id: int) -> Broker:
         config = build_config(self.props(node_id), env={})[0]
@@ -80,20 +101,17 @@ class Cluster:
     def active(self) -> list[int]:
         return [i for i, n in self.nodes.items() if n.controller.is_active]
 
-    def broker_only(self) -> Broker:
-        return self.nodes[4]
-
     def bootstrap(self, node_id: int) -> str:
-        return f"{HOSTS[node_id - 1]}:{self.ports[node_id - 1][0]}"
+        return f"{host_of(node_id)}:{self.ports[node_id][0]}"
 
 
 @asynccontextmanager
-async def cluster(root: Path) -> AsyncIterator[Cluster]:
-    nodes = Cluster(root)
+async def cluster(root: Path, roles: Mapping[int, str]) -> AsyncIterator[Cluster]:
+    nodes = Cluster(root, roles)
     try:
-        # A broker's start returns once it is unfenced, which takes a majority: start
-        # them together.
-        await asyncio.gather(*(nodes.start(i) for i in (1, 2, 3, 4)))
+        # A broker's start returns once it is unfenced, which takes a majority of the
+        # voters: start them together.
+        await asyncio.gather(*(nodes.start(i) for i in roles))
         yield nodes
     finally:
         for node_id in list(nodes.nodes):
@@ -116,18 +134,19 @@ def create_topic(bootstrap: str, name: str) -> None:
         admin.close()
 
 
-def test_three_nodes_share_one_quorum_and_fail_over(tmp_path: Path) -> None:
+@pytest.mark.parametrize("roles", [COMBINED, APART], ids=["combined", "apart"])
+def test_nodes_share_one_quorum_and_fail_over(tmp_path: Path, roles: Mapping[int, str]) -> None:
     async def scenario() -> None:
-        async with cluster(tmp_path) as nodes:
+        async with cluster(tmp_path, roles) as nodes:
             assert len(nodes.active()) == 1
             for node in nodes.nodes.values():
                 brokers = node.image.brokers
-                assert sorted(brokers) == [1, 2, 3, 4]
+                assert sorted(brokers) == nodes.brokers
                 assert not any(b.fenced for b in brokers.values())
             [active] = nodes.active()
-            follower = next(i for i in VOTERS if i != active)
             # CreateTopics through a broker that is not the active controller: forwarded.
-            await asyncio.to_thread(create_topic, nodes.bootstrap(follower), "first")
+            first = next(i for i in nodes.brokers if i != active)
+            await asyncio.to_thread(create_topic, nodes.bootstrap(first), "first")
             await until(
                 lambda: all(n.image.topic("first") for n in nodes.nodes.values()),
                 "every node has the topic",
@@ -135,25 +154,26 @@ def test_three_nodes_share_one_quorum_and_fail_over(tmp_path: Path) -> None:
             topic = nodes.nodes[active].image.topic("first")
             assert topic is not None
             placed = {r for p in topic.partitions.values() for r in p.replicas}
-            assert len(placed) > 1, "replicas are spread over the brokers"
+            assert placed <= set(nodes.brokers) and len(placed) > 1, "spread over the brokers"
 
             await nodes.stop(active)
             await until(lambda: len(nodes.active()) == 1, "a new active controller")
-            # The broker-only node forwards to whichever controller is active now.
-            await asyncio.to_thread(create_topic, nodes.bootstrap(4), "second")
+            # A broker-only node forwards to whichever controller is active now.
+            last = nodes.brokers[-1]
+            await asyncio.to_thread(create_topic, nodes.bootstrap(last), "second")
             await until(
                 lambda: all(n.image.topic("second") for n in nodes.nodes.values()),
-                "both remaining nodes have the new topic",
+                "the remaining nodes have the new topic",
             )
-            # The stopped node comes back, registers again and catches up.
+            # The stopped node comes back and catches up.
             restarted = await nodes.start(active)
-            assert restarted.image.topic("second") is not None
+            await until(lambda: restarted.image.topic("second") is not None, "caught up")
 
     asyncio.run(scenario())
 
 
 def test_a_node_of_several_refuses_a_directory_without_the_cluster_id(tmp_path: Path) -> None:
-    config = build_config(Cluster(tmp_path).props(1), env={})[0]
+    config = build_config(Cluster(tmp_path, COMBINED).props(1), env={})[0]
     with pytest.raises(ConfigError, match="millpond storage format --cluster-id"):
         Broker.from_config(config)
     assert not (tmp_path / "1" / "meta.properties").exists()

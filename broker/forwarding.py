@@ -11,6 +11,8 @@ AlterConfigs, IncrementalAlterConfigs, UpdateFeatures) are the controller's to a
   frame, principal and address, answered with the controller's response as it is. While
   no controller answers, the client gets REQUEST_TIMED_OUT once ``request.timeout.ms``
   has passed.
+- DescribeQuorum, which only the quorum's leader answers, goes on to the active
+  controller from such a broker listener too.
 - On a single node, the controller beside the broker answers directly.
 """
 
@@ -33,11 +35,14 @@ if TYPE_CHECKING:
     from millpond.broker.broker_server import BrokerServer
     from millpond.broker.context import RequestContext
 
-__all__ = ["ADMIN_APIS", "answered_by_controller", "forwarded"]
+__all__ = ["ADMIN_APIS", "FORWARDED_APIS", "answered_by_controller", "forwarded"]
 
 #: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
 #: UpdateFeatures.
 ADMIN_APIS = frozenset({19, 20, 33, 37, 44, 57})
+#: What a forwarding broker listener sends on: the admin APIs, and DescribeQuorum, which
+#: only the quorum's leader answers.
+FORWARDED_APIS = ADMIN_APIS | {55}
 ENVELOPE = 58
 
 

@@ -14,6 +14,7 @@ sends can stop the server or other connections.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import socket
@@ -150,7 +151,11 @@ class KafkaConnection(asyncio.Protocol):
         self.core.sent()
 
     def wait(self, token: int, pending: Awaitable[Message | None]) -> None:
-        self._spawn(self._await(token, pending))
+        task = self._spawn(self._await(token, pending))
+        if inspect.iscoroutine(pending):
+            # A connection closed before the task ran cancels it unstarted: the handler's
+            # coroutine is closed with it, not left for the collector to warn about.
+            task.add_done_callback(lambda _: pending.close())
 
     async def _await(self, token: int, pending: Awaitable[Message | None]) -> None:
         assert self.core is not None
@@ -184,10 +189,11 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = self._loop.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def closed(self) -> None:
         """Close, and wait until no request of this connection is still being handled
@@ -372,9 +378,9 @@ class Listeners:
                     *CONTROLLER_ROUTES,
                 )
             elif broker.controller_link is not None:
-                from millpond.broker.forwarding import ADMIN_APIS, forwarded  # noqa: PLC0415
+                from millpond.broker.forwarding import FORWARDED_APIS, forwarded  # noqa: PLC0415
 
-                served = tuple(forwarded(r) if r.api_key in ADMIN_APIS else r for r in served)
+                served = tuple(forwarded(r) if r.api_key in FORWARDED_APIS else r for r in served)
             dispatcher = Dispatcher(served, authorizer, _BrokerTopics(broker))
             self.servers.append(
                 KafkaServer(

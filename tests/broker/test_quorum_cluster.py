@@ -21,12 +21,23 @@ from millpond.broker.node import Broker
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from millpond.storage.log_dirs import ensure_meta_properties
+from tests.cluster.rig import describe_quorum, node_props
 
 CLUSTER_ID = "cXVvcnVtLWNsdXN0ZXItdA"
 #: node id -> process.roles: voters 1-3 with the broker role, and node 4 a broker only.
 COMBINED = {1: "broker,controller", 2: "broker,controller", 3: "broker,controller", 4: "broker"}
 #: Voters 1-3 controllers only, nodes 4 and 5 brokers only.
 APART = {1: "controller", 2: "controller", 3: "controller", 4: "broker", 5: "broker"}
+
+
+TIMERS = {
+    "controller.quorum.election.timeout.ms": 150,
+    "controller.quorum.fetch.timeout.ms": 300,
+    "controller.quorum.election.backoff.max.ms": 150,
+    "controller.quorum.request.timeout.ms": 300,
+    "broker.heartbeat.interval.ms": 100,
+    "request.timeout.ms": 5000,
+}
 
 
 def free_port(host: str) -> int:
@@ -56,34 +67,12 @@ class Cluster:
         return [i for i, roles in self.roles.items() if "broker" in roles]
 
     def props(self, node_id: int) -> dict[str, str]:
-        host = host_of(node_id)
-        port, controller = self.ports[node_id]
-        roles = self.roles[node_id]
-        listeners = []
-        if "broker" in roles:
-            listeners.append(f"PLAINTEXT://{host}:{port}")
-        if "controller" in roles:
-            listeners.append(f"CONTROLLER://{host}:{controller}")
-        props = {
-            "node.id": str(node_id),
-            "process.roles": roles,
-            "listeners": ",".join(listeners),
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": ",".join(
-                f"{i}@{host_of(i)}:{self.ports[i][1]}" for i in self.voters
-            ),
-            "controller.quorum.election.timeout.ms": "150",
-            "controller.quorum.fetch.timeout.ms": "300",
-            "controller.quorum.election.backoff.max.ms": "150",
-            "controller.quorum.request.timeout.ms": "300",
-            "broker.heartbeat.interval.ms": "100",
-            "request.timeout.ms": "5000",
-            "log.dirs": str(self.root / str(node_id)),
-        }
-        if "broker" in roles:
-            props["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
-        return props
+        voters = ",".join(f"{i}@{host_of(i)}:{self.ports[i][1]}" for i in self.voters)
+        data_dir = self.root / str(node_id)
+        return node_props(
+            node_id, self.roles[node_id], host_of(node_id), self.ports[node_id], voters,
+            data_dir, TIMERS,
+        )  # fmt: skip
 
     async def start(self, node_id: int) -> Broker:
         config = build_config(self.props(node_id), env={})[0]
@@ -139,10 +128,19 @@ def test_nodes_share_one_quorum_and_fail_over(tmp_path: Path, roles: Mapping[int
     async def scenario() -> None:
         async with cluster(tmp_path, roles) as nodes:
             assert len(nodes.active()) == 1
-            for node in nodes.nodes.values():
+
+            def registered(node: Broker) -> bool:
                 brokers = node.image.brokers
-                assert sorted(brokers) == nodes.brokers
-                assert not any(b.fenced for b in brokers.values())
+                return sorted(brokers) == nodes.brokers and not any(
+                    b.fenced for b in brokers.values()
+                )
+
+            # Each start returned once its own broker was unfenced; the last unfencing
+            # reaches the other nodes' images as they replay the log.
+            await until(
+                lambda: all(registered(n) for n in nodes.nodes.values()),
+                "every node sees every broker registered and unfenced",
+            )
             [active] = nodes.active()
             # CreateTopics through a broker that is not the active controller: forwarded.
             first = next(i for i in nodes.brokers if i != active)
@@ -165,6 +163,13 @@ def test_nodes_share_one_quorum_and_fail_over(tmp_path: Path, roles: Mapping[int
                 lambda: all(n.image.topic("second") for n in nodes.nodes.values()),
                 "the remaining nodes have the new topic",
             )
+            # DescribeQuorum on a broker-only node goes on to the leader, which answers it.
+            host, port = nodes.bootstrap(last).split(":")
+            described = await asyncio.to_thread(describe_quorum, host, int(port), 10)
+            assert described is not None
+            [partition] = described.topics[0].partitions
+            assert (partition.error_code, partition.leader_id) == (0, nodes.active()[0])
+            assert sorted(v.replica_id for v in partition.current_voters) == nodes.voters
             # The stopped node comes back and catches up.
             restarted = await nodes.start(active)
             await until(lambda: restarted.image.topic("second") is not None, "caught up")

@@ -114,13 +114,14 @@ def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:
 def test_a_setting_millpond_cannot_honour_stops_the_start_saying_what_to_do(
     tmp_path: Path,
 ) -> None:
-    """A broker-only process would start as broker and controller and say nothing: the
-    start is refused instead, with one line and the config error's exit code."""
+    """A quorum found through other nodes' bootstrap servers would start as a quorum of
+    this node alone and say nothing: the start is refused instead, with one line and the
+    config error's exit code."""
     data = tmp_path / "data"
     result = subprocess.run(
         [
             sys.executable, "-m", "millpond", "serve",
-            "--override", "process.roles=broker",
+            "--override", "controller.quorum.bootstrap.servers=other:9093",
             "--override", f"log.dirs={data}",
         ],
         capture_output=True,
@@ -131,9 +132,9 @@ def test_a_setting_millpond_cannot_honour_stops_the_start_saying_what_to_do(
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
-        "millpond: process.roles: invalid value 'broker': millpond runs only in combined "
-        "mode (one process that is broker and controller) so far; set "
-        "process.roles=broker,controller or leave it unset\n"
+        "millpond: controller.quorum.bootstrap.servers: invalid value 'other:9093': "
+        "millpond runs only a quorum of this node alone so far; leave it unset or name "
+        "this node's controller listener (one of controller.listener.names: none set)\n"
     )
     assert not data.exists()  # nothing was formatted
 

@@ -1,0 +1,269 @@
+"""A network of namespaces for a cluster under faults, and its nodes as processes.
+
+Each node runs in a network namespace of its own, joined by a veth pair to one hub
+namespace that routes between them (node ``i`` is 10.77.i.2, the hub 10.77.i.1 on its
+side). The harness runs in the hub: it reaches every node, and a partition is an
+iptables rule in the hub's FORWARD chain, so cutting a node off leaves the harness's
+own view of it intact. Everything the rig makes (namespaces, veths, rules, processes)
+goes when it is torn down; no rule ever touches the machine's own namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from millpond.wire import RequestHeader, decode_response, encode_request
+from millpond.wire.generated.api import describe_quorum_request as dq
+from millpond.wire.generated.api.describe_quorum_response import DescribeQuorumResponse
+
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+_SIZE = struct.Struct(">i")
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+class Network:
+    """The namespaces: ``prefix-hub`` and one ``prefix-nI`` per node."""
+
+    def __init__(self, prefix: str, node_ids: Sequence[int]) -> None:
+        self.prefix = prefix
+        self.node_ids = list(node_ids)
+        self.hub = f"{prefix}-hub"
+
+    def namespace(self, node_id: int) -> str:
+        return f"{self.prefix}-n{node_id}"
+
+    @staticmethod
+    def address(node_id: int) -> str:
+        return f"10.77.{node_id}.2"
+
+    def create(self) -> None:
+        self.destroy()  # what an interrupted earlier run may have left
+        _ip("netns", "add", self.hub)
+        _ip("-n", self.hub, "link", "set", "lo", "up")
+        for i in self.node_ids:
+            ns, hub_side, node_side = self.namespace(i), f"{self.prefix}h{i}", f"{self.prefix}n{i}"
+            _ip("netns", "add", ns)
+            _ip("link", "add", hub_side, "type", "veth", "peer", "name", node_side)
+            _ip("link", "set", hub_side, "netns", self.hub)
+            _ip("link", "set", node_side, "netns", ns)
+            _ip("-n", self.hub, "addr", "add", f"10.77.{i}.1/24", "dev", hub_side)
+            _ip("-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", node_side)
+            _ip("-n", self.hub, "link", "set", hub_side, "up")
+            _ip("-n", ns, "link", "set", node_side, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", ns, "route", "add", "default", "via", f"10.77.{i}.1")
+        self.hub_exec("sysctl", "-qw", "net.ipv4.ip_forward=1")
+
+    def hub_exec(self, *command: str) -> None:
+        subprocess.run(
+            ["ip", "netns", "exec", self.hub, *command], check=True, capture_output=True, timeout=30
+        )
+
+    def destroy(self) -> None:
+        existing = subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.split()
+        for ns in [self.hub, *(self.namespace(i) for i in self.node_ids)]:
+            if ns not in existing:
+                continue
+            pids = subprocess.run(
+                ["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30
+            ).stdout.split()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+    def _isolation_rules(self, node_id: int) -> list[list[str]]:
+        address = self.address(node_id)
+        return [["FORWARD", "-s", address, "-j", "DROP"], ["FORWARD", "-d", address, "-j", "DROP"]]
+
+    def isolate(self, node_id: int) -> None:
+        """Cut ``node_id`` off from every other node (both directions)."""
+        for rule in self._isolation_rules(node_id):
+            self.hub_exec("iptables", "-I", *rule)
+
+    def heal(self, node_id: int) -> None:
+        for rule in self._isolation_rules(node_id):
+            self.hub_exec("iptables", "-D", *rule)
+
+
+@dataclass
+class Node:
+    node_id: int
+    roles: str
+    namespace: str
+    address: str
+    data_dir: Path
+    log_path: Path
+    overrides: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    def command(self, *args: str) -> list[str]:
+        return ["ip", "netns", "exec", self.namespace, sys.executable, "-m", "millpond", *args]
+
+    def format(self, cluster_id: str) -> None:
+        subprocess.run(
+            self.command("storage", "format", "-t", cluster_id, *self._override_args()),
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def _override_args(self) -> list[str]:
+        return [arg for o in self.overrides for arg in ("--override", o)]
+
+    def start(self) -> None:
+        assert self.process is None
+        self._log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.command("serve", *self._override_args()),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.paused = False
+
+    def wait_listening(self, after: int, timeout_s: float = 60) -> None:
+        """Until the log, past byte ``after``, says the node listens."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if b" listening on " in self.log_path.read_bytes()[after:]:
+                return
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"node {self.node_id} exited: see {self.log_path}")
+            time.sleep(0.05)
+        raise AssertionError(f"node {self.node_id} did not start in {timeout_s} s")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        if self.paused:
+            self.process.send_signal(signal.SIGCONT)
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self._close()
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def stop(self) -> None:
+        """A clean stop (SIGTERM), or a kill if it does not come within 30 s."""
+        if self.process is None:
+            return
+        if self.paused:
+            self.resume()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self._close()
+
+    def _close(self) -> None:
+        self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def node_props(
+    node_id: int,
+    roles: str,
+    host: str,
+    ports: tuple[int, int],
+    voters: str,
+    data_dir: Path,
+    timers: Mapping[str, object],
+) -> dict[str, str]:
+    """A node's configuration: ``roles`` on ``host``, its broker listener on
+    ``ports[0]`` and its controller listener on ``ports[1]`` (where the roles have them),
+    one of the cluster whose quorum is ``voters``."""
+    listeners = []
+    if "broker" in roles:
+        listeners.append(f"PLAINTEXT://{host}:{ports[0]}")
+    if "controller" in roles:
+        listeners.append(f"CONTROLLER://{host}:{ports[1]}")
+    props = {
+        "node.id": str(node_id),
+        "process.roles": roles,
+        "listeners": ",".join(listeners),
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters": voters,
+        "log.dirs": str(data_dir),
+        **{k: str(v) for k, v in timers.items()},
+    }
+    if "broker" in roles:
+        props["advertised.listeners"] = f"PLAINTEXT://{host}:{ports[0]}"
+    return props
+
+
+def node_overrides(
+    node_id: int, roles: str, voters: str, data_dir: Path, timers: Mapping[str, object]
+) -> list[str]:
+    """``--override`` values for a node of the rig (its own address, the usual ports)."""
+    address = Network.address(node_id)
+    ports = (BROKER_PORT, CONTROLLER_PORT)
+    props = node_props(node_id, roles, address, ports, voters, data_dir, timers)
+    return [f"{k}={v}" for k, v in props.items()]
+
+
+def describe_quorum(
+    address: str, port: int = CONTROLLER_PORT, timeout_s: float = 2
+) -> DescribeQuorumResponse | None:
+    """DescribeQuorum v2 at a listener (a controller's, by default); None when it does
+    not answer."""
+    request = dq.DescribeQuorumRequest(
+        topics=[
+            dq.TopicData(
+                topic_name="__cluster_metadata", partitions=[dq.PartitionData(partition_index=0)]
+            )
+        ]
+    )
+    header = RequestHeader(
+        request_api_key=55, request_api_version=2, correlation_id=1, client_id="rig"
+    )
+    frame = encode_request(header, request)
+    try:
+        with socket.create_connection((address, port), timeout=timeout_s) as sock:
+            sock.sendall(_SIZE.pack(len(frame)) + frame)
+            data = b""
+            while len(data) < 4 or len(data) < 4 + _SIZE.unpack(data[:4])[0]:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+    except OSError:
+        return None
+    response = decode_response(data[4:], 55, 2)[1]
+    assert isinstance(response, DescribeQuorumResponse)
+    return response

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 _log = logging.getLogger("millpond.broker")
 
 
+class RegistrationRefusedError(Exception):
+    """The controller refused this broker's registration: it cannot join the cluster."""
+
+
 class BrokerServer:
     def __init__(
         self,
@@ -266,7 +270,18 @@ class BrokerServer:
 
     async def _start_broker_role(self) -> None:
         channel = self.controller_channel
-        registration = await channel.register_broker(self.node_id, self.listeners.endpoints())
+        manager = self.log_manager
+        directory_ids = [manager.directory_id(d) for d in manager.log_dirs]
+        registration = await channel.register_broker(
+            self.node_id, self.listeners.endpoints(), [i for i in directory_ids if i is not None]
+        )
+        if registration.error.is_failure:
+            raise RegistrationRefusedError(
+                f"the controller refused to register broker {self.node_id}: "
+                f"{registration.error.code.name} {registration.error.message or ''}".rstrip()
+                + "; check that node.id is this node's alone and that its features match"
+                " the cluster's"
+            )
         # Producer ids come in blocks the controller grants this broker incarnation.
         self.producer_id_blocks = ControllerProducerIdBlocks(
             channel, self.node_id, registration.broker_epoch

@@ -259,7 +259,6 @@ class Broker(BrokerServer):
             incarnation_id=as_uuid4(rng.getrandbits(128).to_bytes(16, "big")),
             rack=config.broker_rack,
             features=quorum.config.supported_features,
-            log_dirs=(),
             heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms", 2000),
             registration_timeout_ms=config.get_int(
                 "initial.broker.registration.timeout.ms", 60_000

@@ -2,7 +2,8 @@
 the active controller, over the network, wherever that controller runs.
 
 As Kafka's ``BrokerLifecycleManager``, the broker registers (BrokerRegistration, with
-a new incarnation id each start), then heartbeats (BrokerHeartbeat) with the offset of
+a new incarnation id each start; asked again while the controller still holds the
+previous incarnation's session), then heartbeats (BrokerHeartbeat) with the offset of
 the metadata it has replayed: fenced until the controller finds it caught up, then every
 ``broker.heartbeat.interval.ms`` for as long as it runs, so the controller keeps its
 session. It stops with a heartbeat that asks to shut down (controlled shutdown).
@@ -53,7 +54,6 @@ class BrokerIdentity(NamedTuple):
     rack: str | None
     #: Feature name -> (min, max) supported level.
     features: Mapping[str, tuple[int, int]]
-    log_dirs: Sequence[bytes]
     heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
     registration_timeout_ms: int  # initial.broker.registration.timeout.ms
     request_timeout_ms: int  # request.timeout.ms
@@ -86,7 +86,7 @@ class RemoteControllerChannel:
         self._unfenced: asyncio.Future[None] | None = None
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
     ) -> BrokerRegistrationResult:
         me = self._identity
 
@@ -106,14 +106,24 @@ class RemoteControllerChannel:
                     for n, (lo, hi) in me.features.items()
                 ],
                 rack=me.rack,
-                log_dirs=list(me.log_dirs),
+                log_dirs=list(log_dirs),
             )
 
-        response = await self._link.send(62, build, _code, me.registration_timeout_ms)
-        assert isinstance(response, reg_resp.BrokerRegistrationResponse)
-        return BrokerRegistrationResult(
-            ApiError(ErrorCode(response.error_code)), response.broker_epoch
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + me.registration_timeout_ms / 1000
+        while True:
+            remaining_ms = max(int((deadline - loop.time()) * 1000), 1)
+            response = await self._link.send(62, build, _code, remaining_ms)
+            assert isinstance(response, reg_resp.BrokerRegistrationResponse)
+            # The previous incarnation's session has not lapsed yet (a restart after a
+            # crash): Kafka's brokers ask again until it has, or until the registration
+            # timeout.
+            waiting = response.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+            if not waiting or loop.time() + me.heartbeat_interval_ms / 1000 >= deadline:
+                return BrokerRegistrationResult(
+                    ApiError(ErrorCode(response.error_code)), response.broker_epoch
+                )
+            await asyncio.sleep(me.heartbeat_interval_ms / 1000)
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:
         """Heartbeat until the controller unfences this broker (it keeps heartbeating

@@ -89,8 +89,9 @@ class ControllerChannel(Protocol):
     forwarded there in an Envelope.)"""
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
-    ) -> BrokerRegistrationResult: ...
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
+    ) -> BrokerRegistrationResult:
+        """``log_dirs``: the directory ids of the broker's log directories."""
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError: ...
 
@@ -134,9 +135,11 @@ class LocalControllerChannel:
         return result.response
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint]
+        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
     ) -> BrokerRegistrationResult:
-        return await self.submit(lambda c: c.register_broker(broker_id, endpoints))
+        return await self.submit(
+            lambda c: c.register_broker(broker_id, endpoints, log_dirs=log_dirs)
+        )
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:
         return await self.submit(lambda c: c.unfence_broker(broker_id, broker_epoch))

@@ -15,6 +15,10 @@ UNSUPPORTED_VERSION when the broker cannot run a finalized feature level; and
 STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED for requests naming an old epoch or
 an unknown broker.
 
+Controllers register too (ControllerRegistration, as Kafka's controllers do with the
+active one): a RegisterControllerRecord with their listeners and supported features,
+refused with UNSUPPORTED_VERSION when they cannot run a finalized feature level.
+
 Producer ids (Kafka's ProducerIdControlManager): AllocateProducerIds hands out blocks;
 ProducerIdsRecord stores the first id of the *next* block, so the image alone says what
 was handed out and a restart never hands out an id twice.
@@ -39,6 +43,11 @@ from millpond.wire.generated.metadata.register_broker_record import (
 from millpond.wire.generated.metadata.register_broker_record import (
     BrokerFeature,
     RegisterBrokerRecord,
+)
+from millpond.wire.generated.metadata.register_controller_record import (
+    ControllerEndpoint,
+    ControllerFeature,
+    RegisterControllerRecord,
 )
 from millpond.wire.generated.metadata.unregister_broker_record import UnregisterBrokerRecord
 
@@ -111,16 +120,9 @@ def register_broker(
             ErrorCode.DUPLICATE_BROKER_REGISTRATION,
             "Another broker is registered with that broker id.",
         )
-    supported = {name: (low, high) for name, low, high in request.features}
-    for name, level in image.features.items():
-        low, high = supported.get(name, (0, 0))
-        if not low <= level <= high:
-            return _refuse(
-                ErrorCode.UNSUPPORTED_VERSION,
-                f"Unable to register because the broker does not support finalized version "
-                f"{level} of {name}. The broker wants a version between {low} and {high}, "
-                "inclusive.",
-            )
+    unsupported = _unsupported_feature(image, request.features, "broker")
+    if unsupported is not None:
+        return _refuse(ErrorCode.UNSUPPORTED_VERSION, unsupported)
     record = RegisterBrokerRecord(
         broker_id=request.broker_id,
         incarnation_id=request.incarnation_id,
@@ -143,6 +145,56 @@ def register_broker(
     return ControllerResult(
         (with_version(record),), BrokerRegistrationResult(NO_ERROR, next_offset)
     )
+
+
+def _unsupported_feature(
+    image: MetadataImage, features: Sequence[tuple[str, int, int]], who: str
+) -> str | None:
+    """Why a node supporting ``features`` cannot join: a finalized level out of its range."""
+    supported = {name: (low, high) for name, low, high in features}
+    for name, level in image.features.items():
+        low, high = supported.get(name, (0, 0))
+        if not low <= level <= high:
+            return (
+                f"Unable to register because the {who} does not support finalized version "
+                f"{level} of {name}. The {who} wants a version between {low} and {high}, "
+                "inclusive."
+            )
+    return None
+
+
+class ControllerRegistrationRequest(NamedTuple):
+    controller_id: int
+    incarnation_id: bytes
+    endpoints: Sequence[BrokerEndpoint]
+    features: Sequence[tuple[str, int, int]] = ()
+
+
+def register_controller(
+    image: MetadataImage, request: ControllerRegistrationRequest
+) -> ControllerResult[ApiError]:
+    """ControllerRegistration, as Kafka's controller answers it: a controller that
+    supports every finalized feature level is recorded with its listeners (what
+    DescribeCluster on a controller listener and the features tool read)."""
+    unsupported = _unsupported_feature(image, request.features, "controller")
+    if unsupported is not None:
+        return ControllerResult((), ApiError(ErrorCode.UNSUPPORTED_VERSION, unsupported))
+    record = RegisterControllerRecord(
+        controller_id=request.controller_id,
+        incarnation_id=request.incarnation_id,
+        zk_migration_ready=False,
+        end_points=[
+            ControllerEndpoint(
+                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+            )
+            for e in request.endpoints
+        ],
+        features=[
+            ControllerFeature(name=name, min_supported_version=low, max_supported_version=high)
+            for name, low, high in request.features
+        ],
+    )
+    return ControllerResult((with_version(record),), NO_ERROR)
 
 
 def _refuse(code: ErrorCode, message: str) -> ControllerResult[BrokerRegistrationResult]:

@@ -338,6 +338,12 @@ class QuorumController:
             self._contact[request.broker_id] = self._clock.monotonic_ms()
         return self._commit(result)
 
+    def register_controller(
+        self, request: cluster_control.ControllerRegistrationRequest
+    ) -> ControllerResult[ApiError]:
+        self._check_active()
+        return self._commit(cluster_control.register_controller(self._image, request))
+
     def fence_stale_brokers(self) -> ControllerResult[tuple[int, ...]]:
         """Fence every unfenced broker not heard from for ``broker.session.timeout.ms``
         (Kafka's BrokerHeartbeatManager); the answer names them."""

@@ -1,6 +1,7 @@
 """The broker lifecycle APIs a controller listener serves, as Kafka's ``ControllerApis``:
 BrokerRegistration (62), BrokerHeartbeat (63) and AllocateProducerIds (67), from brokers
-in other processes (a millpond broker, or Apache Kafka's).
+in other processes (a millpond broker, or Apache Kafka's), and ControllerRegistration
+(70), from the other controllers (Apache Kafka's register themselves).
 
 Each request becomes one controller operation; its answer goes out once the operation's
 records are committed. A node that is not the active controller answers NOT_CONTROLLER,
@@ -10,7 +11,10 @@ and the broker asks the quorum's leader instead, which it learns from the log it
 from __future__ import annotations
 
 from millpond.controller.channel import LocalControllerChannel
-from millpond.controller.cluster_control import BrokerHeartbeatRequest
+from millpond.controller.cluster_control import (
+    BrokerHeartbeatRequest,
+    ControllerRegistrationRequest,
+)
 from millpond.controller.image import BrokerEndpoint
 from millpond.controller.results import NotControllerError
 from millpond.wire import Message
@@ -21,11 +25,13 @@ from millpond.wire.generated.api import broker_heartbeat_request as hb
 from millpond.wire.generated.api import broker_heartbeat_response as hb_resp
 from millpond.wire.generated.api import broker_registration_request as reg
 from millpond.wire.generated.api import broker_registration_response as reg_resp
+from millpond.wire.generated.api import controller_registration_request as creg
+from millpond.wire.generated.api import controller_registration_response as creg_resp
 
 __all__ = ["CONTROLLER_API_VERSIONS", "handle_controller_request"]
 
 #: What these handlers serve: Kafka 4.4's ranges.
-CONTROLLER_API_VERSIONS = {62: (0, 4), 63: (0, 2), 67: (0, 0)}
+CONTROLLER_API_VERSIONS = {62: (0, 4), 63: (0, 2), 67: (0, 0), 70: (0, 0)}
 
 
 async def handle_controller_request(
@@ -37,6 +43,8 @@ async def handle_controller_request(
         return await _heartbeat(channel, request)
     if isinstance(request, pid.AllocateProducerIdsRequest):
         return await _allocate_producer_ids(channel, request)
+    if isinstance(request, creg.ControllerRegistrationRequest):
+        return await _register_controller(channel, request)
     raise TypeError(f"not a broker lifecycle request: {type(request).__name__}")
 
 
@@ -101,4 +109,24 @@ async def _allocate_producer_ids(
         error_code=block.error.code,
         producer_id_start=block.producer_id_start,
         producer_id_len=block.producer_id_len,
+    )
+
+
+async def _register_controller(
+    channel: LocalControllerChannel, request: creg.ControllerRegistrationRequest
+) -> creg_resp.ControllerRegistrationResponse:
+    registration = ControllerRegistrationRequest(
+        request.controller_id,
+        bytes(request.incarnation_id),
+        [BrokerEndpoint(e.name, e.host, e.port, e.security_protocol) for e in request.listeners],
+        [(f.name, f.min_supported_version, f.max_supported_version) for f in request.features],
+    )
+    try:
+        error = await channel.submit(lambda c: c.register_controller(registration))
+    except NotControllerError as exc:
+        return creg_resp.ControllerRegistrationResponse(
+            error_code=ErrorCode.NOT_CONTROLLER, error_message=str(exc)
+        )
+    return creg_resp.ControllerRegistrationResponse(
+        error_code=error.code, error_message=error.message
     )

@@ -16,12 +16,13 @@ The rules of replay are Kafka's (its ``MetadataDelta`` and ``*Image`` classes):
 * FeatureLevelRecord finalizes a feature level; level 0 removes the feature.
 * RegisterBrokerRecord replaces the broker's registration; UnregisterBrokerRecord drops
   it; Fence/UnfenceBrokerRecord and BrokerRegistrationChangeRecord flip its flags.
+* RegisterControllerRecord replaces a controller's registration (its listeners and
+  features); UnregisterControllerRecord drops it.
 * ProducerIdsRecord moves the next producer id block; NoOpRecord changes nothing.
 
-Record types that do not shape this image (ACLs, quotas, SCRAM, delegation tokens,
-controller registrations, ...) and unknown types are skipped and *counted*
-(:attr:`MetadataDelta.skipped`) with a logged warning, never an error: a newer writer
-must not stop an older reader.
+Record types that do not shape this image (ACLs, quotas, SCRAM, delegation tokens, ...)
+and unknown types are skipped and *counted* (:attr:`MetadataDelta.skipped`) with a logged
+warning, never an error: a newer writer must not stop an older reader.
 
 Pure; safe to share images between threads (they are never mutated). The value classes
 are NamedTuples, not frozen dataclasses: on Python 3.11 a frozen dataclass costs about
@@ -47,10 +48,14 @@ from millpond.wire.generated.metadata.partition_change_record import PartitionCh
 from millpond.wire.generated.metadata.partition_record import PartitionRecord
 from millpond.wire.generated.metadata.producer_ids_record import ProducerIdsRecord
 from millpond.wire.generated.metadata.register_broker_record import RegisterBrokerRecord
+from millpond.wire.generated.metadata.register_controller_record import RegisterControllerRecord
 from millpond.wire.generated.metadata.remove_topic_record import RemoveTopicRecord
 from millpond.wire.generated.metadata.topic_record import TopicRecord
 from millpond.wire.generated.metadata.unfence_broker_record import UnfenceBrokerRecord
 from millpond.wire.generated.metadata.unregister_broker_record import UnregisterBrokerRecord
+from millpond.wire.generated.metadata.unregister_controller_record import (
+    UnregisterControllerRecord,
+)
 from millpond.wire.message import Message
 
 __all__ = [
@@ -122,6 +127,14 @@ class BrokerRegistration(NamedTuple):
         return next((e for e in self.endpoints if e.name == listener), None)
 
 
+class ControllerRegistration(NamedTuple):
+    controller_id: int
+    incarnation_id: bytes
+    endpoints: tuple[BrokerEndpoint, ...]
+    #: (feature name, min supported level, max supported level)
+    supported_features: tuple[tuple[str, int, int], ...] = ()
+
+
 class PartitionRegistration(NamedTuple):
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -149,6 +162,8 @@ class MetadataImage(NamedTuple):
     #: Finalized feature levels (metadata.version among them).
     features: Mapping[str, int] = _EMPTY
     brokers: Mapping[int, BrokerRegistration] = _EMPTY
+    #: The controllers that registered (ControllerRegistration), by node id.
+    controllers: Mapping[int, ControllerRegistration] = _EMPTY
     topics_by_id: Mapping[bytes, TopicImage] = _EMPTY
     topic_ids_by_name: Mapping[str, bytes] = _EMPTY
     configs: Mapping[ConfigResource, Mapping[str, str]] = _EMPTY
@@ -200,6 +215,7 @@ class MetadataDelta:
         self._epoch = base.epoch
         self._features: dict[str, int] | None = None
         self._brokers: dict[int, BrokerRegistration] | None = None
+        self._controllers: dict[int, ControllerRegistration] | None = None
         self._topics: dict[bytes, TopicImage] | None = None
         self._names: dict[str, bytes] | None = None
         self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
@@ -216,6 +232,11 @@ class MetadataDelta:
         if self._brokers is None:
             self._brokers = dict(self.base.brokers)
         return self._brokers
+
+    def _controller_map(self) -> dict[int, ControllerRegistration]:
+        if self._controllers is None:
+            self._controllers = dict(self.base.controllers)
+        return self._controllers
 
     def _topic_maps(self) -> tuple[dict[bytes, TopicImage], dict[str, bytes]]:
         if self._topics is None or self._names is None:
@@ -404,6 +425,21 @@ class MetadataDelta:
             r.broker_id, r.broker_epoch, "BrokerRegistrationChangeRecord", **changes
         )
 
+    def _register_controller(self, r: RegisterControllerRecord) -> None:
+        self._controller_map()[r.controller_id] = ControllerRegistration(
+            controller_id=r.controller_id,
+            incarnation_id=r.incarnation_id,
+            endpoints=tuple(
+                BrokerEndpoint(e.name, e.host, e.port, e.security_protocol) for e in r.end_points
+            ),
+            supported_features=tuple(
+                (f.name, f.min_supported_version, f.max_supported_version) for f in r.features
+            ),
+        )
+
+    def _unregister_controller(self, r: UnregisterControllerRecord) -> None:
+        self._controller_map().pop(r.controller_id, None)
+
     def _producer_ids(self, r: ProducerIdsRecord) -> None:
         self._next_producer_id = r.next_producer_id
 
@@ -421,6 +457,9 @@ class MetadataDelta:
             epoch=self._epoch,
             features=base.features if self._features is None else _frozen(self._features),
             brokers=base.brokers if self._brokers is None else _frozen(self._brokers),
+            controllers=(
+                base.controllers if self._controllers is None else _frozen(self._controllers)
+            ),
             topics_by_id=base.topics_by_id if self._topics is None else _frozen(self._topics),
             topic_ids_by_name=(
                 base.topic_ids_by_name if self._names is None else _frozen(self._names)
@@ -442,6 +481,8 @@ _HANDLERS: dict[type[Message], Any] = {
     FenceBrokerRecord: MetadataDelta._fence,
     UnfenceBrokerRecord: MetadataDelta._unfence,
     BrokerRegistrationChangeRecord: MetadataDelta._registration_change,
+    RegisterControllerRecord: MetadataDelta._register_controller,
+    UnregisterControllerRecord: MetadataDelta._unregister_controller,
     ProducerIdsRecord: MetadataDelta._producer_ids,
     NoOpRecord: MetadataDelta._no_op,
 }

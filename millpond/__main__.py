@@ -119,8 +119,14 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 2
+    from millpond.broker.broker_server import RegistrationRefusedError
+
     try:
         await broker.start()
+    except RegistrationRefusedError as exc:
+        await broker.stop()
+        sys.stderr.write(f"millpond: {exc}\n")
+        return 1
     except OSError as exc:  # the listener's (or the control endpoint's) port is taken
         await broker.stop()
         sys.stderr.write(

@@ -102,5 +102,6 @@ CONTROLLER_ROUTES: tuple[Route, ...] = (
     _route(62, 0, 4, "controller_role"),
     _route(63, 0, 2, "controller_role"),
     _route(67, 0, 0, "controller_role"),
+    _route(70, 0, 0, "controller_role"),
     _route(58, 0, 0, "envelope"),
 )

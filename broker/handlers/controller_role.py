@@ -5,9 +5,9 @@
   ``__cluster_metadata``. This node's replica of the metadata quorum answers them as
   Kafka 4.4's raft client does (the answer may wait: a follower's Fetch long-polls at the
   leader). DescribeQuorum comes here from broker listeners too.
-- The broker lifecycle APIs: BrokerRegistration (62), BrokerHeartbeat (63) and
-  AllocateProducerIds (67), which the active controller answers once their records
-  commit (NOT_CONTROLLER elsewhere).
+- The lifecycle APIs: BrokerRegistration (62), BrokerHeartbeat (63),
+  AllocateProducerIds (67) and ControllerRegistration (70), which the active controller
+  answers once their records commit (NOT_CONTROLLER elsewhere).
 
 A node without a controller role serves no controller listener, so only a broker
 listener's DescribeQuorum can find none here; the connection is then closed.
@@ -24,8 +24,8 @@ from millpond.wire import Message
 if TYPE_CHECKING:
     from millpond.broker.broker_server import BrokerServer
 
-#: BrokerRegistration, BrokerHeartbeat and AllocateProducerIds.
-LIFECYCLE_APIS = frozenset({62, 63, 67})
+#: BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and ControllerRegistration.
+LIFECYCLE_APIS = frozenset({62, 63, 67, 70})
 
 
 async def handle(broker: BrokerServer, ctx: RequestContext, request: Message) -> Message:

@@ -14,13 +14,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
 
 from millpond.broker.config import ConfigError, build_config
 from millpond.broker.node import Broker
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from millpond.storage.log_dirs import ensure_meta_properties
+from tests.cluster import rig
 from tests.cluster.rig import describe_quorum, node_props
 
 CLUSTER_ID = "cXVvcnVtLWNsdXN0ZXItdA"
@@ -116,11 +116,7 @@ async def until(condition: Callable[[], object], what: str, seconds: float = 15)
 
 
 def create_topic(bootstrap: str, name: str) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
-    try:
-        admin.create_topics([NewTopic(name, 3, 1)])  # raises on an error code
-    finally:
-        admin.close()
+    rig.create_topic(bootstrap, name, 3)
 
 
 @pytest.mark.parametrize("roles", [COMBINED, APART], ids=["combined", "apart"])

@@ -122,3 +122,12 @@ def longest_gap(ops: Sequence[Op], start: float, end: float) -> float:
     """The longest time without an acknowledged operation completing (seconds)."""
     times = sorted([start, *(op.end for op in ops if op.outcome == "ok"), end])
     return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+
+
+def outage_around(ops: Sequence[Op], at: float, start: float, end: float) -> float:
+    """The stretch without an acknowledged operation, within a run from ``start`` to
+    ``end``, that ``at`` falls in (seconds)."""
+    times = sorted(op.end for op in ops if op.outcome == "ok")
+    before = max((t for t in times if t <= at), default=start)
+    after = min((t for t in times if t > at), default=end)
+    return after - before

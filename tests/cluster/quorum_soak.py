@@ -41,6 +41,7 @@ from .metadata_history import (
     check_prefixes,
     leader_changes,
     longest_gap,
+    outage_around,
 )
 from .rig import Network, Node, describe_quorum, node_overrides
 
@@ -205,6 +206,7 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
         )  # fmt: skip
     rng = random.Random(seed)
     counts = dict.fromkeys(FAULTS, 0)
+    injected: list[tuple[str, float]] = []  # (kind, when)
     liveness: list[str] = []
     started = time.monotonic()
     for node in nodes.values():
@@ -228,6 +230,7 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
             target = nodes[found[0]]
             kind = FAULTS[n % len(FAULTS)]
             counts[kind] += 1
+            injected.append((kind, time.monotonic()))
             if kind == "kill":
                 size = target.log_path.stat().st_size
                 target.kill()
@@ -271,6 +274,15 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
         "topics": len({op.topic for op in ops}),
         "controller_elections": len(epochs),
         "longest_unavailability_s": round(longest_gap(ops, begin, end), 3),
+        "longest_outage_by_fault_s": {
+            kind: round(
+                max(
+                    (outage_around(ops, t, begin, end) for k, t in injected if k == kind), default=0
+                ),
+                3,
+            )
+            for kind in FAULTS
+        },
         "metadata_batches": {i: len(b) for i, b in logs.items()},
         "run_s": round(time.monotonic() - started, 1),
         "violations": violations,

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from millpond.wire import RequestHeader, decode_response, encode_request
+from millpond.wire import Message, RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api import describe_quorum_request as dq
 from millpond.wire.generated.api.describe_quorum_response import DescribeQuorumResponse
+from millpond.wire.generated.api.metadata_request import MetadataRequest
+from millpond.wire.generated.api.metadata_response import MetadataResponse
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -105,9 +107,11 @@ class Network:
 
 @dataclass
 class Node:
+    """A ``millpond serve`` process (in ``namespace``, or this one when None)."""
+
     node_id: int
     roles: str
-    namespace: str
+    namespace: str | None
     address: str
     data_dir: Path
     log_path: Path
@@ -121,7 +125,10 @@ class Node:
         return "controller" in self.roles
 
     def command(self, *args: str) -> list[str]:
-        return ["ip", "netns", "exec", self.namespace, sys.executable, "-m", "millpond", *args]
+        command = [sys.executable, "-m", "millpond", *args]
+        if self.namespace is None:
+            return command
+        return ["ip", "netns", "exec", self.namespace, *command]
 
     def format(self, cluster_id: str) -> None:
         subprocess.run(
@@ -237,22 +244,16 @@ def node_overrides(
     return [f"{k}={v}" for k, v in props.items()]
 
 
-def describe_quorum(
-    address: str, port: int = CONTROLLER_PORT, timeout_s: float = 2
-) -> DescribeQuorumResponse | None:
-    """DescribeQuorum v2 at a listener (a controller's, by default); None when it does
-    not answer."""
-    request = dq.DescribeQuorumRequest(
-        topics=[
-            dq.TopicData(
-                topic_name="__cluster_metadata", partitions=[dq.PartitionData(partition_index=0)]
-            )
-        ]
-    )
+def request(
+    address: str, port: int, body: Message, version: int, timeout_s: float = 2
+) -> Message | None:
+    """One request and its answer; None when none comes."""
+    assert body.API_KEY is not None
     header = RequestHeader(
-        request_api_key=55, request_api_version=2, correlation_id=1, client_id="rig"
-    )
-    frame = encode_request(header, request)
+        request_api_key=body.API_KEY, request_api_version=version, correlation_id=1,
+        client_id="rig",
+    )  # fmt: skip
+    frame = encode_request(header, body)
     try:
         with socket.create_connection((address, port), timeout=timeout_s) as sock:
             sock.sendall(_SIZE.pack(len(frame)) + frame)
@@ -264,6 +265,40 @@ def describe_quorum(
                 data += chunk
     except OSError:
         return None
-    response = decode_response(data[4:], 55, 2)[1]
-    assert isinstance(response, DescribeQuorumResponse)
+    return decode_response(data[4:], body.API_KEY, version)[1]
+
+
+def describe_quorum(
+    address: str, port: int = CONTROLLER_PORT, timeout_s: float = 2
+) -> DescribeQuorumResponse | None:
+    """DescribeQuorum v2 at a listener (a controller's, by default); None when it does
+    not answer."""
+    body = dq.DescribeQuorumRequest(
+        topics=[
+            dq.TopicData(
+                topic_name="__cluster_metadata", partitions=[dq.PartitionData(partition_index=0)]
+            )
+        ]
+    )
+    response = request(address, port, body, 2, timeout_s)
+    assert response is None or isinstance(response, DescribeQuorumResponse)
     return response
+
+
+def live_brokers(address: str, port: int = BROKER_PORT) -> set[int] | None:
+    """The brokers a broker's Metadata lists (the unfenced ones); None without answer."""
+    response = request(address, port, MetadataRequest(topics=[]), 12)
+    assert response is None or isinstance(response, MetadataResponse)
+    return None if response is None else {b.node_id for b in response.brokers}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, timeout_ms: int = 30_000) -> None:
+    """CreateTopics through kafka-python's admin client, a real client; raises on an
+    error code."""
+    from kafka.admin import KafkaAdminClient, NewTopic  # noqa: PLC0415 (a test client)
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()

@@ -12,7 +12,14 @@ from millpond.wire.records import (
     build_control_key,
 )
 
-from .metadata_history import Op, check_final_state, check_log, check_prefixes, longest_gap
+from .metadata_history import (
+    Op,
+    check_final_state,
+    check_log,
+    check_prefixes,
+    longest_gap,
+    outage_around,
+)
 from .quorum_soak import run
 
 
@@ -76,3 +83,5 @@ def test_unavailability_is_the_longest_stretch_without_an_acknowledgement() -> N
     ops = [Op("create", "a", None, 0, 1.0, "ok"), Op("create", "b", None, 1, 4.5, "ok")]
     assert longest_gap(ops, 0.0, 5.0) == 3.5
     assert longest_gap([Op("create", "a", None, 0, 9.0, "info")], 0.0, 10.0) == 10.0
+    assert outage_around(ops, 2.0, 0.0, 5.0) == 3.5
+    assert outage_around(ops, 0.5, 0.0, 5.0) == 1.0 and outage_around(ops, 4.8, 0.0, 5.0) == 0.5

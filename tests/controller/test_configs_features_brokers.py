@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from millpond.controller.cluster_control import BrokerHeartbeatRequest, BrokerHeartbeatResult
+from millpond.controller.cluster_control import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResult,
+    ControllerRegistrationRequest,
+)
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.feature_control import FeatureUpdate, FeatureUpgradeType
-from millpond.controller.image import ConfigResource, ConfigResourceType
+from millpond.controller.image import BrokerEndpoint, ConfigResource, ConfigResourceType
 from millpond.controller.replication_control import CreatableTopic
 from millpond.storage.clock import ManualClock
 from millpond.wire.errors import ErrorCode
@@ -310,3 +314,19 @@ def test_a_single_node_fences_no_broker_on_silence() -> None:
     clock.advance(10**9)
     assert controller.fence_stale_brokers().response == ()
     assert not controller.image.brokers[2].fenced
+
+
+def test_a_controller_registers_with_its_listeners_unless_it_lacks_a_feature_level() -> None:
+    controller = open_controller(mem_fs())
+    endpoint = BrokerEndpoint("CONTROLLER", "10.0.0.3", 9093, 0)
+    features = [("metadata.version", 7, 40), ("kraft.version", 0, 1)]
+    request = ControllerRegistrationRequest(3, b"\x01" * 16, [endpoint], features)
+    assert controller.register_controller(request).response.is_success
+    registered = controller.committed_image.controllers[3]
+    assert registered.endpoints == (endpoint,) and registered.incarnation_id == b"\x01" * 16
+    assert ("kraft.version", 0, 1) in registered.supported_features
+    too_old = request._replace(controller_id=4, features=[("metadata.version", 1, 6)])
+    refused = controller.register_controller(too_old)
+    assert refused.response.code == ErrorCode.UNSUPPORTED_VERSION and not refused.records
+    assert "controller does not support finalized version" in (refused.response.message or "")
+    assert 4 not in controller.committed_image.controllers

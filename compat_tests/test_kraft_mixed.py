@@ -21,6 +21,7 @@ from compat_tests.kafka.reference import (
     free_port,
     kafka_classpath,
     run_tool,
+    start_broker,
 )
 from millpond.controller.controller import ControllerConfig
 from millpond.controller.controller_server import ControllerServer
@@ -58,9 +59,18 @@ def _uuid_bytes(topic_id: object) -> bytes:
         return base64.urlsafe_b64decode(text + "==")
 
 
-def test_a_millpond_observer_follows_a_kafka_controller(
-    tmp_path: Path, reference_kafka: RunningBroker
-) -> None:
+def test_a_millpond_observer_follows_a_kafka_controller(tmp_path: Path) -> None:
+    # A Kafka node of its own: Kafka lists an observer for minutes after it stops, and the
+    # session's reference broker is described as observer-free elsewhere.
+    with start_broker(tmp_path / "kafka") as kafka:
+        server, topic_ids = _follow(kafka, tmp_path / "observer")
+    _check_followed(server, topic_ids)
+
+
+def _follow(
+    reference_kafka: RunningBroker, directory: Path
+) -> tuple[ControllerServer, dict[str, bytes]]:
+    """A millpond observer of ``reference_kafka``'s quorum, once it has the topics."""
     names = [f"mixed-observed-{i}" for i in range(3)]
     topic_ids = _kafka_topic_ids(reference_kafka.bootstrap, names)
     meta = read_meta_properties(OsFileSystem(), str(reference_kafka.log_dir / "meta.properties"))
@@ -71,7 +81,7 @@ def test_a_millpond_observer_follows_a_kafka_controller(
     async def follow() -> ControllerServer:
         server = ControllerServer(
             OsFileSystem(),
-            str(tmp_path),
+            str(directory),
             SystemClock(),
             random.Random(1),
             ControllerConfig(OBSERVER_ID, cluster_id),
@@ -88,9 +98,12 @@ def test_a_millpond_observer_follows_a_kafka_controller(
             await server.stop()
         return server
 
-    server = asyncio.run(follow())
+    return asyncio.run(follow()), topic_ids
+
+
+def _check_followed(server: ControllerServer, topic_ids: dict[str, bytes]) -> None:
     image = server.committed_image
-    for name in names:
+    for name in topic_ids:
         topic = image.topic(name)
         assert topic is not None and topic.topic_id == topic_ids[name]
         assert sorted(topic.partitions) == [0, 1, 2]

@@ -37,6 +37,7 @@ thread-safe: one owner calls it (Kafka's controller is single-threaded too).
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
         CreateTopicResult,
         DeleteTopicResult,
     )
+
+_log = logging.getLogger("millpond.controller")
 
 __all__ = ["CommitCallback", "ControllerConfig", "MetadataListener", "QuorumController"]
 
@@ -184,6 +187,12 @@ class QuorumController:
         self._complete_waiting()
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        _log.info(
+            "node %d: the metadata quorum's leader is %s in epoch %d",
+            self.config.node_id,
+            leader.leader_id if leader.leader_id >= 0 else "unknown",
+            leader.epoch,
+        )
         if leader.leader_id != self.config.node_id:
             if self._active is not None:
                 self._deactivate(leader)

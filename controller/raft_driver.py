@@ -173,6 +173,8 @@ class RaftDriver:
             response = codec.decode_response(answer).message
         except PeerUnreachableError as exc:
             _log.debug("raft: %s", exc)
+            self._client.unreachable(self._now(), out.destination, out.correlation)
+            self.wake()  # its backoff ends sooner than the request would have timed out
             return
         except codec.RaftCodecError as exc:
             if not (isinstance(request, VoteRequest) and exc.error is E.UNSUPPORTED_VERSION):

@@ -161,6 +161,9 @@ class RaftClient:
             lambda: self.node.handle(now, source, correlation, message, is_response=is_response)
         )
 
+    def unreachable(self, now: int, destination: int, correlation: int) -> None:
+        self._guarded(lambda: self.node.unreachable(now, destination, correlation))
+
     def poll(self, now: int) -> None:
         self._guarded(lambda: self.node.poll(now))
 

@@ -504,6 +504,17 @@ class RaftNode:
             return
         self._on_request(source, correlation, message, now)
 
+    def unreachable(self, now: int, destination: int, correlation: int) -> None:
+        """The request ``correlation`` could not reach ``destination`` (refused, cut off):
+        over now, not at its timeout, with that node backed off, as Kafka's raft takes
+        BROKER_NOT_AVAILABLE. A follower then asks another voter for the leader at once."""
+        self._now = now
+        expected = self._inflight.get(destination)
+        if expected is None or expected[0] != correlation:
+            return
+        del self._inflight[destination]
+        self._backoff_until[destination] = now + self.config.retry_backoff_ms
+
     def poll(self, now: int) -> None:
         """Do what is due: timers, and the requests this state sends."""
         self._now = now

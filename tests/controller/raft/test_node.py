@@ -48,7 +48,10 @@ def key(node_id: int) -> ReplicaKey:
 class Cluster:
     """Nodes that hand each other every message at once, in order."""
 
-    def __init__(self, voters: Iterable[int], nodes: Iterable[int] | None = None) -> None:
+    def __init__(
+        self, voters: Iterable[int], nodes: Iterable[int] | None = None, config: RaftConfig = CONFIG
+    ) -> None:
+        self.config = config
         voter_ids = list(voters)
         self.voters = VoterSet(Voter(key(i)) for i in voter_ids)
         self.now = 0
@@ -74,7 +77,7 @@ class Cluster:
         self.down.discard(node_id)
         self.nodes[node_id] = RaftNode(
             key(node_id),
-            CONFIG,
+            self.config,
             self.logs[node_id],
             self.stores[node_id],
             random.Random(node_id),
@@ -355,3 +358,28 @@ def test_a_leader_that_removes_itself_steps_down_after_the_commit() -> None:
     new_leader = cluster.leader()
     assert new_leader is not leader and leader.key.id not in new_leader.voters
     assert not leader.is_voter and leader.role is Role.FOLLOWER
+
+
+def test_a_request_that_cannot_reach_its_node_is_over_at_once() -> None:
+    """An observer whose leader is gone (connection refused) asks another voter for the
+    leader at once, rather than at its request timeout."""
+    config = CONFIG._replace(fetch_timeout_ms=1000, request_timeout_ms=100)
+    cluster = Cluster([0, 1, 2], nodes=[0, 1, 2, 3], config=config)
+    cluster.pump(until_ms=400)
+    leader = cluster.leader().key.id
+    observer = cluster.nodes[3]
+    assert observer.leader_id == leader
+    cluster.down.add(leader)
+    cluster.now += config.request_timeout_ms + 1
+    observer.poll(cluster.now)  # the parked fetch timed out: it asks the leader again
+    [fetch] = observer.take_outbox()
+    assert fetch.destination == leader and isinstance(fetch.message, FetchRequest)
+    observer.poll(cluster.now)
+    assert observer.take_outbox() == []  # still waiting on the leader
+    observer.unreachable(cluster.now, leader, fetch.correlation)
+    observer.poll(cluster.now)
+    [asked] = observer.take_outbox()
+    assert asked.destination not in (leader, 3) and isinstance(asked.message, FetchRequest)
+    # A late or unknown failure changes nothing.
+    observer.unreachable(cluster.now, leader, fetch.correlation)
+    assert observer.take_outbox() == []

@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger("millpond.broker")
 
 
-class RegistrationRefusedError(Exception):
-    """The controller refused this broker's registration: it cannot join the cluster."""
+class RegistrationError(Exception):
+    """This broker could not join the cluster: the controller refused its registration,
+    or no controller answered in time."""
 
 
 class BrokerServer:
@@ -272,11 +273,16 @@ class BrokerServer:
         channel = self.controller_channel
         manager = self.log_manager
         directory_ids = [manager.directory_id(d) for d in manager.log_dirs]
-        registration = await channel.register_broker(
-            self.node_id, self.listeners.endpoints(), [i for i in directory_ids if i is not None]
-        )
+        try:
+            registration = await channel.register_broker(
+                self.node_id,
+                self.listeners.endpoints(),
+                [i for i in directory_ids if i is not None],
+            )
+        except ConnectionError as exc:  # no active controller answered
+            raise RegistrationError(f"broker {self.node_id} could not register: {exc}") from exc
         if registration.error.is_failure:
-            raise RegistrationRefusedError(
+            raise RegistrationError(
                 f"the controller refused to register broker {self.node_id}: "
                 f"{registration.error.code.name} {registration.error.message or ''}".rstrip()
                 + "; check that node.id is this node's alone and that its features match"

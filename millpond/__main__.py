@@ -119,11 +119,11 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 2
-    from millpond.broker.broker_server import RegistrationRefusedError
+    from millpond.broker.broker_server import RegistrationError
 
     try:
         await broker.start()
-    except RegistrationRefusedError as exc:
+    except RegistrationError as exc:
         await broker.stop()
         sys.stderr.write(f"millpond: {exc}\n")
         return 1

@@ -158,3 +158,29 @@ def test_a_port_in_use_is_one_clear_error_and_frees_the_data_directory(tmp_path:
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=30)
     assert second.returncode == 0
+
+
+def test_a_broker_whose_quorum_never_answers_stops_saying_so(tmp_path: Path) -> None:
+    """A broker-only node of a quorum nobody runs: its registration times out, and the
+    start ends with one line naming what to check, not a traceback."""
+    data = tmp_path / "data"
+    overrides = [
+        "node.id=4", "process.roles=broker", "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters=1@127.0.0.1:1", "listeners=PLAINTEXT://127.0.0.1:0",
+        "initial.broker.registration.timeout.ms=1000", f"log.dirs={data}",
+    ]  # fmt: skip
+    args = [a for o in overrides for a in ("--override", o)]
+    formatted = subprocess.run(
+        [sys.executable, "-m", "millpond", "storage", "format", "-t", "AAAAAAAAAAAAAAAAAAAAAA",
+         *args],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert formatted.returncode == 0, formatted.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "millpond", "serve", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "millpond: broker 4 could not register: no active controller answered" in (result.stderr)
+    assert "controller.quorum.voters" in result.stderr and "Traceback" not in result.stderr

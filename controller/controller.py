@@ -187,12 +187,13 @@ class QuorumController:
         self._complete_waiting()
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
-        _log.info(
-            "node %d: the metadata quorum's leader is %s in epoch %d",
-            self.config.node_id,
-            leader.leader_id if leader.leader_id >= 0 else "unknown",
-            leader.epoch,
-        )
+        if self._raft.node.voters.ids != {self.config.node_id}:  # a single node says nothing
+            _log.info(
+                "node %d: the metadata quorum's leader is %s in epoch %d",
+                self.config.node_id,
+                leader.leader_id if leader.leader_id >= 0 else "unknown",
+                leader.epoch,
+            )
         if leader.leader_id != self.config.node_id:
             if self._active is not None:
                 self._deactivate(leader)

@@ -1,16 +1,22 @@
-"""``millpond cluster info|api-versions`` and ``millpond configs describe|alter`` (topics
-and brokers)."""
+"""``millpond cluster info|quorum|api-versions`` and ``millpond configs describe|alter``
+(topics and brokers)."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from typing import Any
 
 from millpond.cli import add_connection, connect
 from millpond.cli.client import client_range
-from millpond.cli.errors import CliError
+from millpond.cli.errors import CliError, kafka_error
 from millpond.cli.output import blank_line, emit, emit_json, table
 from millpond.cli.topic import BROKER_RESOURCE, TOPIC_RESOURCE, alter_configs, describe_configs
 from millpond.wire import APIS
+from millpond.wire.generated.api.describe_cluster_request import DescribeClusterRequest
+from millpond.wire.generated.api.describe_quorum_request import DescribeQuorumRequest
+from millpond.wire.generated.api.describe_quorum_request import PartitionData as QuorumPartition
+from millpond.wire.generated.api.describe_quorum_request import TopicData as QuorumTopic
 
 ENTITY_TYPES = {
     "topic": TOPIC_RESOURCE,
@@ -46,6 +52,71 @@ def _info(args: argparse.Namespace) -> int:
     table([{"key": k, "value": v} for k, v in summary.items()], ["key", "value"])
     blank_line()
     table(brokers, ["id", "host", "port", "rack", "controller"])
+    return 0
+
+
+def _quorum(args: argparse.Namespace) -> int:
+    """The metadata quorum (what kafka-metadata-quorum describe shows) and every broker
+    registered with it, fenced or not."""
+    request = DescribeQuorumRequest(
+        topics=[
+            QuorumTopic(
+                topic_name="__cluster_metadata", partitions=[QuorumPartition(partition_index=0)]
+            )
+        ]
+    )
+    with connect(args) as client:
+        conn = client.any()
+        described = conn.request(request)
+        cluster = conn.request(DescribeClusterRequest(include_fenced_brokers=True))
+    code = described.error_code or (
+        described.topics[0].partitions[0].error_code if described.topics else 0
+    )
+    if code:
+        raise kafka_error(code, "DescribeQuorum")
+    if cluster.error_code:
+        raise kafka_error(cluster.error_code, "DescribeCluster")
+    partition = described.topics[0].partitions[0]
+    leader = partition.leader_id
+    now_ms = int(time.time() * 1000)
+    ends = {v.replica_id: v.log_end_offset for v in partition.current_voters}
+    leader_end = ends.get(leader, partition.high_watermark)
+
+    def replica(r: Any, role: str) -> dict[str, Any]:
+        def ago(ms: int) -> int | None:
+            return None if ms < 0 else max(now_ms - ms, 0)
+
+        return {
+            "id": r.replica_id,
+            "role": "leader" if r.replica_id == leader else role,
+            "log_end_offset": r.log_end_offset,
+            "lag": max(leader_end - r.log_end_offset, 0),
+            "last_fetch_ms_ago": ago(r.last_fetch_timestamp),
+            "last_caught_up_ms_ago": ago(r.last_caught_up_timestamp),
+        }
+
+    replicas = [replica(v, "follower") for v in partition.current_voters]
+    replicas += [replica(o, "observer") for o in partition.observers]
+    brokers = [
+        {"id": b.broker_id, "host": b.host, "port": b.port, "fenced": b.is_fenced}
+        for b in sorted(cluster.brokers, key=lambda b: b.broker_id)
+    ]
+    summary = {
+        "leader_id": leader,
+        "leader_epoch": partition.leader_epoch,
+        "high_watermark": partition.high_watermark,
+        "max_follower_lag": max((r["lag"] for r in replicas if r["role"] != "observer"), default=0),
+        "voters": len(partition.current_voters),
+    }
+    if args.format == "json":
+        emit_json({**summary, "replicas": replicas, "brokers": brokers})
+        return 0
+    table([{"key": k, "value": v} for k, v in summary.items()], ["key", "value"])
+    blank_line()
+    columns = ["id", "role", "log_end_offset", "lag", "last_fetch_ms_ago", "last_caught_up_ms_ago"]
+    table(replicas, columns)
+    blank_line()
+    table(brokers, ["id", "host", "port", "fenced"])
     return 0
 
 
@@ -114,6 +185,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     info = verbs.add_parser("info", help="cluster id, controller, brokers, topic counts")
     info.set_defaults(run=_info)
     add_connection(info)
+    quorum = verbs.add_parser(
+        "quorum", help="the metadata quorum's leader, epoch and replicas, and every broker"
+    )
+    quorum.set_defaults(run=_quorum)
+    add_connection(quorum)
     versions = verbs.add_parser(
         "api-versions",
         help="the API versions a broker serves, and the highest this tool shares with it",

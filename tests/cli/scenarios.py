@@ -428,6 +428,17 @@ def check_cluster_and_configs(bootstrap: str) -> None:
     assert broker["controller"] is True and broker["id"] == info["controller_id"]
     assert isinstance(info["cluster_id"], str) and len(info["cluster_id"]) == 22
     assert "CONTROLLER" in run("cluster", "info", bootstrap=bootstrap).stdout
+    # A one-node cluster: its one voter leads, caught up, and its broker is unfenced.
+    quorum = run_json("cluster", "quorum", bootstrap=bootstrap)
+    assert quorum["voters"] == 1 and quorum["leader_epoch"] >= 1, quorum
+    [voter] = quorum["replicas"]
+    assert voter["id"] == quorum["leader_id"] and voter["role"] == "leader", quorum
+    assert voter["log_end_offset"] >= quorum["high_watermark"] > 0 and voter["lag"] == 0, quorum
+    assert quorum["brokers"] == [
+        {"id": broker["id"], "host": broker["host"], "port": broker["port"], "fenced": False}
+    ], quorum
+    shown = run("cluster", "quorum", bootstrap=bootstrap).stdout
+    assert "leader_epoch" in shown and "LAST-CAUGHT-UP-MS-AGO" in shown
 
     topic = name("configs")
     run("topic", "create", topic, bootstrap=bootstrap)

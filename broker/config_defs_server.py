@@ -58,9 +58,12 @@ _ROWS: list[ConfigDefinition] = [
            "SASL mechanism for connections to the controllers. millpond has no SASL yet: "
            "a broker given this setting refuses to start.", used=True),
     define("initial.broker.registration.timeout.ms", INT, 60_000, MEDIUM,
-           "How long a starting broker waits to register with the controller.", used=True),
+           "How long a starting broker waits to register with the controller (in a quorum "
+           "of several; a single node's broker registers with the controller beside it).",
+           used=True),
     define("broker.heartbeat.interval.ms", INT, 2000, MEDIUM,
-           "Interval between a broker's heartbeats to the controller.", used=True),
+           "Interval between a broker's heartbeats to the controller (in a quorum of "
+           "several; a single node's broker is always with its controller).", used=True),
     define("broker.session.timeout.ms", INT, 9000, MEDIUM,
            "How long the controller keeps a broker's lease without a heartbeat (in a "
            "quorum of several; a single node's broker is always with its controller).", used=True),

@@ -29,7 +29,7 @@ from millpond.controller.metadata_log import open_metadata_log, read_image
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from tests.cluster import rig
-from tests.cluster.rig import Node, describe_quorum, live_brokers, node_props
+from tests.cluster.rig import Node, live_brokers, node_props, quorum_leader
 
 pytestmark = pytest.mark.compat
 
@@ -126,25 +126,12 @@ class Quorum:
         return up + ([KAFKA_ID] if self.kafka.process is not None else [])
 
     def leader(self) -> int | None:
-        """The node that answers DescribeQuorum as the leader, if its voters are caught up
-        with it (each within the last two seconds)."""
-        for i in self.running():
-            described = describe_quorum("127.0.0.1", self.ports[i][1])
-            if described is None or not described.topics:
-                continue
-            partition = described.topics[0].partitions[0]
-            if partition.error_code or partition.leader_id != i:
-                continue
-            now_ms = time.time() * 1000
-            up = set(self.running())
-            behind = [
-                v.replica_id
-                for v in partition.current_voters
-                if v.replica_id in up and v.replica_id != i
-                and v.last_caught_up_timestamp < now_ms - 2000
-            ]  # fmt: skip
-            return None if behind else i
-        return None
+        """The node that answers DescribeQuorum as the leader, if its running voters are
+        caught up with it (each within the last two seconds)."""
+        addresses = {i: ("127.0.0.1", ports[1]) for i, ports in self.ports.items()}
+        running = self.running()
+        view = quorum_leader(addresses, running, running)
+        return None if view is None or view.behind else view.leader
 
     def bootstrap(self, node_id: int) -> str:
         return f"127.0.0.1:{self.ports[node_id][0]}"

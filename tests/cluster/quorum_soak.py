@@ -43,7 +43,7 @@ from .metadata_history import (
     longest_gap,
     outage_around,
 )
-from .rig import Network, Node, describe_quorum, node_overrides
+from .rig import CONTROLLER_PORT, Network, Node, QuorumView, node_overrides, quorum_leader
 
 CLUSTER_ID = "VDEyLXF1b3J1bS1zb2FrIQ"
 CONTROLLERS = (1, 2, 3)
@@ -119,44 +119,26 @@ class Workload(threading.Thread):
             admin.close()
 
 
+def _view(nodes: dict[int, Node]) -> QuorumView | None:
+    addresses = {i: (nodes[i].address, CONTROLLER_PORT) for i in CONTROLLERS}
+    asked = [i for i in CONTROLLERS if nodes[i].process is not None and not nodes[i].paused]
+    return quorum_leader(addresses, asked, CONTROLLERS)
+
+
 def active_controller(nodes: dict[int, Node]) -> tuple[int, int] | None:
-    """(leader id, epoch) of the leader of the highest epoch that answers DescribeQuorum
-    (only a leader answers it: a follower refuses with NOT_LEADER_OR_FOLLOWER)."""
-    leaders = []
-    for i in CONTROLLERS:
-        node = nodes[i]
-        if node.process is None or node.paused:
-            continue
-        described = describe_quorum(node.address)
-        if described is None or described.error_code or not described.topics:
-            continue
-        partition = described.topics[0].partitions[0]
-        if partition.error_code == 0 and partition.leader_id == i:
-            leaders.append((partition.leader_epoch, i))
-    if not leaders:
-        return None
-    epoch, leader = max(leaders)
-    return leader, epoch
+    """(leader id, epoch) of the leader of the highest epoch that answers."""
+    view = _view(nodes)
+    return None if view is None else (view.leader, view.epoch)
 
 
 def health(nodes: dict[int, Node]) -> str | None:
     """None when there is a leader and every voter has caught up with it within the
     last two seconds; else what is missing."""
-    found = active_controller(nodes)
-    if found is None:
+    view = _view(nodes)
+    if view is None:
         return "no leader answers"
-    described = describe_quorum(nodes[found[0]].address)
-    if described is None or not described.topics:
-        return f"leader {found[0]} does not answer DescribeQuorum"
-    partition = described.topics[0].partitions[0]
-    now_ms = time.time() * 1000
-    behind = [
-        v.replica_id
-        for v in partition.current_voters
-        if v.replica_id != found[0] and v.last_caught_up_timestamp < now_ms - 2000
-    ]
-    if len(partition.current_voters) != len(CONTROLLERS) or behind:
-        return f"voters behind the leader: {behind} ({partition.current_voters})"
+    if len(view.voters) != len(CONTROLLERS) or view.behind:
+        return f"voters behind leader {view.leader}: {view.behind} (voters {view.voters})"
     return None
 
 

@@ -18,10 +18,10 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from millpond.wire import Message, RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api import describe_quorum_request as dq
@@ -283,6 +283,43 @@ def describe_quorum(
     response = request(address, port, body, 2, timeout_s)
     assert response is None or isinstance(response, DescribeQuorumResponse)
     return response
+
+
+class QuorumView(NamedTuple):
+    leader: int
+    epoch: int
+    voters: list[int]
+    #: Voters of ``expected`` not caught up with the leader within the last two seconds.
+    behind: list[int]
+
+
+def quorum_leader(
+    addresses: Mapping[int, tuple[str, int]], asked: Collection[int], expected: Collection[int]
+) -> QuorumView | None:
+    """The quorum as the leader of the highest epoch among the ``asked`` nodes describes
+    it (only a leader answers DescribeQuorum; a follower refuses with
+    NOT_LEADER_OR_FOLLOWER); None when no node answers as leader."""
+    leaders = []
+    for i in asked:
+        host, port = addresses[i]
+        described = describe_quorum(host, port)
+        if described is None or described.error_code or not described.topics:
+            continue
+        partition = described.topics[0].partitions[0]
+        if partition.error_code == 0 and partition.leader_id == i:
+            leaders.append((partition.leader_epoch, i, partition))
+    if not leaders:
+        return None
+    epoch, leader, partition = max(leaders, key=lambda found: (found[0], found[1]))
+    now_ms = time.time() * 1000
+    behind = [
+        v.replica_id
+        for v in partition.current_voters
+        if v.replica_id != leader
+        and v.replica_id in expected
+        and v.last_caught_up_timestamp < now_ms - 2000
+    ]
+    return QuorumView(leader, epoch, [v.replica_id for v in partition.current_voters], behind)
 
 
 def live_brokers(address: str, port: int = BROKER_PORT) -> set[int] | None:

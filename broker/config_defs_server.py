@@ -103,18 +103,21 @@ _ROWS: list[ConfigDefinition] = [
            "Directory of the metadata log (__cluster_metadata); defaults to the first log "
            "directory.", used=True),
     define("metadata.log.segment.bytes", INT, 1024 * MIB, HIGH,
-           "Segment size of the metadata log.", at_least(8 * MIB)),
+           "Segment size of the metadata log.", at_least(8 * MIB), used=True),
     define("metadata.log.segment.ms", LONG, 7 * DAY_MS, HIGH,
-           "Age after which a metadata log segment is rolled."),
+           "Age after which a metadata log segment is rolled.", used=True),
     define("metadata.max.retention.bytes", LONG, 100 * MIB, HIGH,
-           "Metadata log and snapshot bytes kept before old segments are deleted."),
+           "Metadata log and snapshot bytes kept before the oldest snapshot and the log "
+           "before the next one are deleted.", used=True),
     define("metadata.max.retention.ms", LONG, 7 * DAY_MS, HIGH,
-           "How long metadata log segments and snapshots are kept."),
+           "Age of its newest record after which the oldest snapshot and the log before "
+           "the next one are deleted.", used=True),
     define("metadata.log.max.record.bytes.between.snapshots", LONG, 20 * MIB, HIGH,
-           "Metadata log bytes written after which a new snapshot is taken.", at_least(1)),
+           "Committed metadata log bytes after which a node writes a new snapshot.",
+           at_least(1), used=True),
     define("metadata.log.max.snapshot.interval.ms", LONG, HOUR_MS, HIGH,
            "Longest time between metadata snapshots when records were written; 0 turns "
-           "time-based snapshots off.", at_least(0)),
+           "time-based snapshots off.", at_least(0), used=True),
     define("metadata.max.idle.interval.ms", INT, 500, LOW,
            "How often the quorum leader writes a no-op record when idle.", at_least(0)),
     # listeners and sockets

@@ -38,8 +38,11 @@ from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.controller_server import ControllerServer
+from millpond.controller.metadata_log import MetadataLogConfig
 from millpond.controller.raft.config import RaftConfig
+from millpond.controller.raft.kafka_log import MetadataRetention
 from millpond.controller.raft.keys import Endpoint, VoterSet
+from millpond.controller.snapshot_schedule import SnapshotTriggers
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.fs import FileSystem, OsFileSystem, join
@@ -160,11 +163,13 @@ class Broker(BrokerServer):
                     if several and not self.broker_only
                     else None
                 ),
+                snapshots=_snapshot_triggers(config),
             ),
             raft=raft,
             voters=voters,
             raft_config=raft_config,
             observer=self.broker_only,
+            log_config=_metadata_log_config(config),
         )
         channel: ControllerChannel = self.controller_server.channel
         link = None
@@ -315,3 +320,23 @@ def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random, *, formatted:
             "random-uuid` makes one)",
         )
     return new_cluster_id(rng)
+
+
+def _snapshot_triggers(config: BrokerConfig) -> SnapshotTriggers:
+    default = SnapshotTriggers()
+    return SnapshotTriggers(
+        config.get_int("metadata.log.max.record.bytes.between.snapshots", default.max_bytes),
+        config.get_int("metadata.log.max.snapshot.interval.ms", default.max_interval_ms),
+    )
+
+
+def _metadata_log_config(config: BrokerConfig) -> MetadataLogConfig:
+    default = MetadataLogConfig()
+    return MetadataLogConfig(
+        segment_bytes=config.get_int("metadata.log.segment.bytes", default.segment_bytes),
+        segment_ms=config.get_int("metadata.log.segment.ms", default.segment_ms),
+        retention=MetadataRetention(
+            config.get_int("metadata.max.retention.bytes", default.retention.max_bytes),
+            config.get_int("metadata.max.retention.ms", default.retention.max_ms),
+        ),
+    )

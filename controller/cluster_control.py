@@ -29,7 +29,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from millpond.controller.image import BrokerEndpoint, MetadataImage
+from millpond.controller.image import (
+    BrokerEndpoint,
+    BrokerRegistration,
+    ControllerRegistration,
+    MetadataImage,
+)
+from millpond.controller.image_records import broker_record, controller_record
 from millpond.controller.record_serde import with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -37,18 +43,6 @@ from millpond.wire.generated.metadata.broker_registration_change_record import (
     BrokerRegistrationChangeRecord,
 )
 from millpond.wire.generated.metadata.producer_ids_record import ProducerIdsRecord
-from millpond.wire.generated.metadata.register_broker_record import (
-    BrokerEndpoint as BrokerEndpointRecord,
-)
-from millpond.wire.generated.metadata.register_broker_record import (
-    BrokerFeature,
-    RegisterBrokerRecord,
-)
-from millpond.wire.generated.metadata.register_controller_record import (
-    ControllerEndpoint,
-    ControllerFeature,
-    RegisterControllerRecord,
-)
 from millpond.wire.generated.metadata.unregister_broker_record import UnregisterBrokerRecord
 
 __all__ = [
@@ -123,24 +117,17 @@ def register_broker(
     unsupported = _unsupported_feature(image, request.features, "broker")
     if unsupported is not None:
         return _refuse(ErrorCode.UNSUPPORTED_VERSION, unsupported)
-    record = RegisterBrokerRecord(
-        broker_id=request.broker_id,
-        incarnation_id=request.incarnation_id,
-        broker_epoch=next_offset,
-        end_points=[
-            BrokerEndpointRecord(
-                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-            )
-            for e in request.endpoints
-        ],
-        features=[
-            BrokerFeature(name=name, min_supported_version=low, max_supported_version=high)
-            for name, low, high in request.features
-        ],
-        rack=request.rack,
-        fenced=True,
-        in_controlled_shutdown=False,
-        log_dirs=list(request.log_dirs),
+    record = broker_record(
+        BrokerRegistration(
+            broker_id=request.broker_id,
+            broker_epoch=next_offset,
+            incarnation_id=request.incarnation_id,
+            endpoints=tuple(request.endpoints),
+            rack=request.rack,
+            fenced=True,
+            supported_features=tuple(request.features),
+            log_dirs=tuple(request.log_dirs),
+        )
     )
     return ControllerResult(
         (with_version(record),), BrokerRegistrationResult(NO_ERROR, next_offset)
@@ -179,20 +166,13 @@ def register_controller(
     unsupported = _unsupported_feature(image, request.features, "controller")
     if unsupported is not None:
         return ControllerResult((), ApiError(ErrorCode.UNSUPPORTED_VERSION, unsupported))
-    record = RegisterControllerRecord(
-        controller_id=request.controller_id,
-        incarnation_id=request.incarnation_id,
-        zk_migration_ready=False,
-        end_points=[
-            ControllerEndpoint(
-                name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-            )
-            for e in request.endpoints
-        ],
-        features=[
-            ControllerFeature(name=name, min_supported_version=low, max_supported_version=high)
-            for name, low, high in request.features
-        ],
+    record = controller_record(
+        ControllerRegistration(
+            controller_id=request.controller_id,
+            incarnation_id=request.incarnation_id,
+            endpoints=tuple(request.endpoints),
+            supported_features=tuple(request.features),
+        )
     )
     return ControllerResult((with_version(record),), NO_ERROR)
 

@@ -25,6 +25,11 @@ its leadership drops what it had not committed: the waiting operations fail with
 NotControllerError and its image falls back to the committed one (the records may still
 commit under the next leader, and then arrive as any standby's would).
 
+Each node snapshots its committed image (Kafka's ``.checkpoint`` files) when the
+committed bytes or the time since its last snapshot call for one
+(:mod:`~millpond.controller.snapshot_schedule`), and a snapshot loaded at start or
+installed from the leader replaces the image, published to the listeners as one delta.
+
 A failed append raises :class:`~millpond.controller.raft.client.RaftLogFailedError` and
 leaves the controller unusable: every pending commit fails with it, and so does every
 later operation. Whether the records survive is unknown until a restart recovers the
@@ -60,11 +65,19 @@ from millpond.controller.image import (
     MetadataDelta,
     MetadataImage,
 )
-from millpond.controller.metadata_log import replay_batch
-from millpond.controller.raft.client import LeaderAndEpoch, RaftClient, RaftLogFailedError
+from millpond.controller.image_records import image_records
+from millpond.controller.metadata_log import replay_batch, snapshot_image
+from millpond.controller.raft.client import (
+    LeaderAndEpoch,
+    LoadedSnapshot,
+    RaftClient,
+    RaftLogFailedError,
+)
+from millpond.controller.raft.keys import OffsetAndEpoch
 from millpond.controller.raft.node import NotLeaderError
 from millpond.controller.record_serde import ApiMessageAndVersion, encode_metadata_record
 from millpond.controller.results import ApiError, ControllerResult, NotControllerError
+from millpond.controller.snapshot_schedule import SnapshotSchedule, SnapshotTriggers
 from millpond.storage.clock import Clock
 from millpond.wire.records import RecordBatch
 
@@ -106,6 +119,8 @@ class ControllerConfig(NamedTuple):
     broker_session_timeout_ms: int | None = None
     supported_features: Mapping[str, tuple[int, int]] = feature_control.SUPPORTED_FEATURES
     bootstrap_features: Mapping[str, int] = feature_control.BOOTSTRAP_FEATURES
+    #: metadata.log.max.record.bytes.between.snapshots, metadata.log.max.snapshot.interval.ms
+    snapshots: SnapshotTriggers = SnapshotTriggers()
 
 
 class QuorumController:
@@ -136,6 +151,9 @@ class QuorumController:
         #: a broker not heard from yet counts from the activation.
         self._contact: dict[int, int] = {}
         self._active_since = 0
+        self._snapshots = SnapshotSchedule(config.snapshots, clock.monotonic_ms())
+        #: The append time of the last committed batch (a snapshot's header keeps it).
+        self._last_timestamp = -1
         raft.register(self)
 
     # -- state -------------------------------------------------------------------------------
@@ -172,19 +190,61 @@ class QuorumController:
     # -- what the Raft client tells ----------------------------------------------------------
 
     def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
+        self._snapshots.committed(sum(b.size_in_bytes for b in batches))
+        self._last_timestamp = batches[-1].max_timestamp
         if self._active is not None:
             # Only the leader appends in its epoch, and it was told only after every
             # earlier batch: these are its own, already in the image.
             self._publish_own(batches[-1].last_offset)
-            return
-        delta = MetadataDelta(self._committed)
-        for batch in batches:
-            replay_batch(delta, batch)
+        else:
+            delta = MetadataDelta(self._committed)
+            for batch in batches:
+                replay_batch(delta, batch)
+            self._publish_replayed(delta)
+        self.maybe_snapshot()
+
+    def _publish_replayed(self, delta: MetadataDelta) -> None:
         self.skipped_records += delta.skipped
         self._committed = self._image = delta.apply()
         for listener in self._listeners:
             listener.handle_commit(delta, self._committed)
         self._complete_waiting()
+
+    def handle_load_snapshot(self, snapshot: LoadedSnapshot) -> None:
+        """The snapshot's image replaces this node's (never the active controller's:
+        a leader keeps its log)."""
+        assert self._active is None, "the active controller loads no snapshot"
+        image, skipped = snapshot_image(
+            self.config.cluster_id, snapshot.snapshot_id, snapshot.batches
+        )
+        delta = MetadataDelta.replacing(self._committed, image)
+        delta.skipped = skipped
+        self._last_timestamp = snapshot.last_contained_timestamp
+        self._snapshots.reset(self._clock.monotonic_ms())
+        self._publish_replayed(delta)
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def maybe_snapshot(self, *, force: bool = False) -> OffsetAndEpoch | None:
+        """Snapshot the committed image if a trigger says so (or ``force``), then apply
+        the metadata log's retention; returns the new snapshot's id. A snapshot that
+        cannot be written is logged and tried again at the next trigger."""
+        now = self._clock.monotonic_ms()
+        image = self._committed
+        if image.offset < 0 or not (force or self._snapshots.due(now)):
+            return None
+        payloads = (encode_metadata_record(r) for r in image_records(image))
+        try:
+            snapshot_id = self._raft.create_snapshot(
+                image.offset, image.epoch, payloads, self._last_timestamp
+            )
+        except OSError as exc:
+            _log.error("node %d: writing a metadata snapshot failed: %s", self.config.node_id, exc)
+            self._snapshots.reset(now)
+            return None
+        self._snapshots.reset(now)
+        self._raft.clean()
+        return snapshot_id
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         if self._raft.node.voters.ids != {self.config.node_id}:  # a single node says nothing

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from millpond.controller.channel import LocalControllerChannel
 from millpond.controller.controller import ControllerConfig, MetadataListener, QuorumController
 from millpond.controller.controller_apis import handle_controller_request
-from millpond.controller.metadata_log import open_raft_client
+from millpond.controller.metadata_log import MetadataLogConfig, open_raft_client
 from millpond.controller.peer_channel import PeerChannel
 from millpond.controller.raft import codec
 from millpond.controller.raft.client import RaftLogFailedError
@@ -63,10 +63,13 @@ class ControllerServer:
         voters: VoterSet | None = None,
         raft_config: RaftConfig | None = None,
         observer: bool = False,
+        log_config: MetadataLogConfig | None = None,
     ) -> None:
         """``voters`` and ``raft_config``: the quorum (``controller.quorum.*``); by
         default this node alone; ``observer``: follow the quorum's log without ever
-        voting. ``raft``: a replica opened by the caller instead."""
+        voting. ``raft``: a replica opened by the caller instead. ``log_config``: the
+        metadata log's segments and retention (``metadata.log.*``,
+        ``metadata.max.retention.*``)."""
         self.config = config
         raft_config = raft_config or RaftConfig(kraft_version=0)
         if raft_config.cluster_id is None:  # peers of another cluster are refused
@@ -81,6 +84,7 @@ class ControllerServer:
                 voters=voters,
                 config=raft_config,
                 can_become_voter=not observer,
+                log_config=log_config,
             )
         self.raft = raft
         #: This node's controller listeners as they listen, for a voter set that does not
@@ -101,6 +105,7 @@ class ControllerServer:
         #: What a broker in this process submits its controller operations to.
         self.channel = LocalControllerChannel(self.controller)
         self._sessions: asyncio.Task[None] | None = None
+        self._snapshots: asyncio.Task[None] | None = None
 
     @property
     def committed_image(self) -> MetadataImage:
@@ -122,8 +127,23 @@ class ControllerServer:
         brokers have sessions, fencing those that let theirs lapse."""
         self.driver.start()
         timeout = self.config.broker_session_timeout_ms
+        loop = asyncio.get_running_loop()
         if timeout is not None:
-            self._sessions = asyncio.get_running_loop().create_task(self._fence_stale(timeout))
+            self._sessions = loop.create_task(self._fence_stale(timeout))
+        self._snapshots = loop.create_task(self._snapshot_on_time())
+
+    async def _snapshot_on_time(self) -> None:
+        """The time trigger and the time retention, checked every second (or as often
+        as the interval asks): commits check the byte trigger themselves."""
+        interval = self.config.snapshots.max_interval_ms
+        period = min(1.0, interval / 1000) if interval > 0 else 1.0
+        while True:
+            await asyncio.sleep(period)
+            try:
+                if self.controller.maybe_snapshot() is None:
+                    self.raft.clean()
+            except RaftLogFailedError:
+                return  # the node is stopping; its log failed
 
     async def _fence_stale(self, timeout_ms: int) -> None:
         # A lapsed session is fenced within an eighth of the timeout.
@@ -162,11 +182,12 @@ class ControllerServer:
         return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
-        if self._sessions is not None:
-            self._sessions.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sessions
-            self._sessions = None
+        for task in (self._sessions, self._snapshots):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._sessions = self._snapshots = None
         await self.driver.stop()
         self.controller.close()
 

@@ -221,6 +221,23 @@ class MetadataDelta:
         self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
         self._next_producer_id = base.next_producer_id
 
+    @classmethod
+    def replacing(cls, base: MetadataImage, image: MetadataImage) -> MetadataDelta:
+        """The delta from ``base`` to an ``image`` not replayed over it (a loaded
+        snapshot): every topic and config resource of either counts as changed."""
+        delta = cls(base)
+        delta.changed_topics = {*base.topics_by_id, *image.topics_by_id}
+        delta.changed_configs = {*base.configs, *image.configs}
+        delta._features = dict(image.features)
+        delta._brokers = dict(image.brokers)
+        delta._controllers = dict(image.controllers)
+        delta._topics = dict(image.topics_by_id)
+        delta._names = dict(image.topic_ids_by_name)
+        delta._configs = dict(image.configs)
+        delta._next_producer_id = image.next_producer_id
+        delta.set_offset(image.offset, image.epoch)
+        return delta
+
     # -- copy on first write ---------------------------------------------------------------
 
     def _feature_map(self) -> dict[str, int]:

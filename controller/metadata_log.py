@@ -15,8 +15,8 @@ because metadata changes are rare (topic creations, config changes, registration
 never one per produce request.
 
 Start-up always recovers the whole log (CRC checks, a torn tail cut): the metadata log is
-small and its recovery point is not checkpointed. Snapshots (``.checkpoint`` files) are
-a later step.
+kept small by its snapshots (``.checkpoint`` files beside the segments, Kafka's format)
+and by the retention that deletes the log before them (:class:`MetadataLogConfig`).
 
 :func:`replay_batch` turns one batch into image changes, the one replay shared by the
 active controller's restart, a standby controller and a broker following the log.
@@ -31,10 +31,11 @@ from typing import NamedTuple
 from millpond.controller.image import MetadataDelta, MetadataImage
 from millpond.controller.raft.client import RaftClient
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.kafka_log import MAX_BATCH_BYTES, KafkaRaftLog
-from millpond.controller.raft.keys import ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.kafka_log import KafkaRaftLog, MetadataRetention
+from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.node import RaftNode
 from millpond.controller.raft.quorum_state import FileElectionStore
+from millpond.controller.raft.snapshots import MAX_BATCH_BYTES
 from millpond.controller.record_serde import (
     MetadataParseError,
     UnknownMetadataRecordError,
@@ -52,6 +53,7 @@ from millpond.wire.records import ControlRecordType, RecordBatch, parse_control_
 __all__ = [
     "METADATA_PARTITION_DIR",
     "METADATA_TOPIC",
+    "MetadataLogConfig",
     "MetadataLogError",
     "ReplayResult",
     "metadata_log_config",
@@ -60,6 +62,7 @@ __all__ = [
     "read_image",
     "replay_batch",
     "replay_batches",
+    "snapshot_image",
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -76,30 +79,46 @@ class MetadataLogError(Exception):
     """The metadata log holds something that is not a metadata log (bad framing)."""
 
 
-def metadata_log_config() -> LogConfig:
-    """The metadata log's settings: Kafka's defaults for ``metadata.log.segment.bytes``
-    and the raft batch cap; no time retention (snapshots will bound it)."""
+class MetadataLogConfig(NamedTuple):
+    """The metadata log's own settings, by Kafka's names and defaults."""
+
+    #: metadata.log.segment.bytes
+    segment_bytes: int = 1024 * 1024 * 1024
+    #: metadata.log.segment.ms
+    segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    #: metadata.max.retention.bytes and metadata.max.retention.ms
+    retention: MetadataRetention = MetadataRetention()
+
+
+def metadata_log_config(settings: MetadataLogConfig | None = None) -> LogConfig:
+    """The partition settings of the metadata log: its segments, and the raft batch cap;
+    no retention of its own (snapshots bound it, :meth:`KafkaRaftLog.clean`)."""
+    settings = settings or MetadataLogConfig()
     return LogConfig(
         max_message_bytes=MAX_BATCH_BYTES + 1024,
         retention_ms=-1,
-        segment_ms=7 * 24 * 60 * 60 * 1000,
+        segment_bytes=settings.segment_bytes,
+        segment_ms=settings.segment_ms,
     )
 
 
-def open_metadata_log(fs: FileSystem, log_dir: str, clock: Clock) -> KafkaRaftLog:
+def open_metadata_log(
+    fs: FileSystem, log_dir: str, clock: Clock, settings: MetadataLogConfig | None = None
+) -> KafkaRaftLog:
     """``__cluster_metadata-0`` under ``log_dir`` (made if missing), recovered whole."""
+    settings = settings or MetadataLogConfig()
     directory = join(log_dir, METADATA_PARTITION_DIR)
     fs.makedirs(directory)
     log = Log(
         fs,
         directory,
-        metadata_log_config(),
+        metadata_log_config(settings),
         clock,
         recovery_point=0,
         had_clean_shutdown=False,
         leader_epochs=LeaderEpochCache(fs, join(directory, LEADER_EPOCH_CHECKPOINT_FILE)),
     )
-    return KafkaRaftLog(log, clock)
+    return KafkaRaftLog(log, clock, retention=settings.retention)
 
 
 def open_raft_client(
@@ -112,13 +131,14 @@ def open_raft_client(
     voters: VoterSet | None = None,
     config: RaftConfig | None = None,
     can_become_voter: bool = True,
+    log_config: MetadataLogConfig | None = None,
 ) -> RaftClient:
     """A replica of the metadata quorum over ``log_dir``; by default the only voter of a
     static voter set (``kraft.version`` 0), which elects itself before this returns.
     ``can_become_voter=False``: an observer that never votes (a broker)."""
     config = config or RaftConfig(kraft_version=0)
     voters = voters or VoterSet([Voter(ReplicaKey(node_id))])
-    log = open_metadata_log(fs, log_dir, clock)
+    log = open_metadata_log(fs, log_dir, clock, log_config)
     node: RaftNode | None = None
 
     def voter_ids() -> list[int]:
@@ -188,7 +208,26 @@ def replay_batches(base: MetadataImage, batches: Iterable[RecordBatch]) -> Repla
     return ReplayResult(delta.apply(), delta.skipped)
 
 
+def snapshot_image(
+    cluster_id: str, snapshot_id: OffsetAndEpoch, batches: Iterable[RecordBatch]
+) -> ReplayResult:
+    """The image a snapshot's data batches describe, as of its last contained offset."""
+    delta = MetadataDelta(MetadataImage.empty(cluster_id))
+    for batch in batches:
+        replay_batch(delta, batch)
+    delta.set_offset(snapshot_id.offset - 1, snapshot_id.epoch)
+    return ReplayResult(delta.apply(), delta.skipped)
+
+
 def read_image(log: KafkaRaftLog, base: MetadataImage, end: int | None = None) -> ReplayResult:
-    """``base`` with every batch of ``log`` after it replayed, up to ``end`` (the log
-    end by default): what a tool reading a data directory sees."""
-    return replay_batches(base, log.batches(base.offset + 1, end))
+    """``base`` (or the latest snapshot, if it is newer) with every batch of ``log``
+    after it replayed, up to ``end`` (the log end by default): what a tool reading a data
+    directory sees."""
+    skipped = 0
+    latest = log.latest_snapshot()
+    if latest is not None and latest.offset - 1 > base.offset:
+        base, skipped = snapshot_image(
+            base.cluster_id, latest, log.snapshot_contents(latest).batches
+        )
+    image, more = replay_batches(base, log.batches(base.offset + 1, end))
+    return ReplayResult(image, skipped + more)

@@ -27,11 +27,11 @@ from typing import TypeVar
 
 from millpond.controller.config_control import validate_topic_configs
 from millpond.controller.image import ConfigResourceType, MetadataImage, PartitionRegistration
+from millpond.controller.image_records import partition_record
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.config_record import ConfigRecord
-from millpond.wire.generated.metadata.partition_record import PartitionRecord
 from millpond.wire.generated.metadata.remove_topic_record import RemoveTopicRecord
 from millpond.wire.generated.metadata.topic_record import TopicRecord
 
@@ -234,18 +234,6 @@ def _registration(image: MetadataImage, replicas: Sequence[int]) -> PartitionReg
     )
 
 
-def _partition_record(topic_id: bytes, index: int, p: PartitionRegistration) -> PartitionRecord:
-    return PartitionRecord(
-        partition_id=index,
-        topic_id=topic_id,
-        replicas=list(p.replicas),
-        isr=list(p.isr),
-        leader=p.leader,
-        leader_epoch=p.leader_epoch,
-        partition_epoch=p.partition_epoch,
-    )
-
-
 # -- CreateTopics -------------------------------------------------------------------------
 
 
@@ -417,7 +405,7 @@ def _create_topic(
         )
         for k, v in configs.items()
     ]
-    records += [with_version(_partition_record(topic_id, i, p)) for i, p in enumerate(shape)]
+    records += [with_version(partition_record(topic_id, i, p)) for i, p in enumerate(shape)]
     result = CreateTopicResult(
         name, NO_ERROR, topic_id, len(shape), len(shape[0].replicas), dict(configs)
     )
@@ -537,7 +525,7 @@ def _create_partitions(
     if isinstance(placed, ApiError):
         return placed, []
     records = [
-        with_version(_partition_record(topic.topic_id, current + i, _registration(image, r)))
+        with_version(partition_record(topic.topic_id, current + i, _registration(image, r)))
         for i, r in enumerate(placed)
     ]
     return NO_ERROR, records

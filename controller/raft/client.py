@@ -6,6 +6,11 @@ committed, in log order, and who leads which epoch. :class:`RaftClient` is that,
 :class:`~millpond.controller.raft.node.RaftNode` and a
 :class:`~millpond.controller.raft.kafka_log.KafkaRaftLog`.
 
+Snapshots come first: a listener is handed the latest snapshot before any batch after
+it, at start and whenever a follower installs one of the leader's in place of its log
+(Kafka's ``handleLoadSnapshot``). The state machine writes its own snapshots through
+:meth:`RaftClient.create_snapshot` and the log's retention then runs (:meth:`clean`).
+
 Two rules carry over from Kafka. A batch is delivered once it lies wholly below the high
 watermark, and never again, whatever the replica's role. And the news that this replica
 leads is given only after every batch before its epoch's first offset was delivered, so
@@ -22,15 +27,19 @@ outbox.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
 from millpond.controller.raft.kafka_log import KafkaRaftLog
+from millpond.controller.raft.keys import OffsetAndEpoch
 from millpond.controller.raft.messages import DescribeQuorumResponse, Message
 from millpond.controller.raft.node import Outgoing, RaftNode, Role
 from millpond.wire.records import RecordBatch
 
-__all__ = ["LeaderAndEpoch", "RaftClient", "RaftListener", "RaftLogFailedError"]
+__all__ = ["LeaderAndEpoch", "LoadedSnapshot", "RaftClient", "RaftListener", "RaftLogFailedError"]
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -49,7 +58,19 @@ class LeaderAndEpoch(NamedTuple):
     leader_id: int
 
 
+class LoadedSnapshot(NamedTuple):
+    snapshot_id: OffsetAndEpoch
+    #: The snapshot's data batches (the state machine's records), in order.
+    batches: list[RecordBatch]
+    #: The append time of the last record it covers.
+    last_contained_timestamp: int
+
+
 class RaftListener(Protocol):
+    def handle_load_snapshot(self, snapshot: LoadedSnapshot) -> None:
+        """The state as of ``snapshot`` replaces everything delivered before; the next
+        batches follow its end offset."""
+
     def handle_commit(self, batches: Sequence[RecordBatch]) -> None:
         """Committed batches (data and control), in log order, each delivered once."""
 
@@ -67,6 +88,8 @@ class RaftClient:
         self._listener: RaftListener | None = None
         #: The next offset to deliver.
         self._delivered = log.start_offset
+        #: Whether the listener was fed yet (the latest snapshot comes first).
+        self._loaded = False
         self._told: LeaderAndEpoch | None = None
         self._failure: RaftLogFailedError | None = None
         self._waker: Callable[[], None] | None = None
@@ -117,6 +140,17 @@ class RaftClient:
         listener = self._listener
         if listener is None:
             return
+        latest = self.log.latest_snapshot()
+        if latest is not None and (
+            latest.offset > self._delivered or (not self._loaded and latest.offset > 0)
+        ):
+            # At start, or the leader's snapshot replaced this replica's log.
+            contents = self.log.snapshot_contents(latest)
+            self._delivered = latest.offset
+            listener.handle_load_snapshot(
+                LoadedSnapshot(latest, contents.batches, contents.last_contained_timestamp)
+            )
+        self._loaded = True
         hw = self.node.high_watermark
         while self._delivered < hw:
             batches = list(self.log.batches(self._delivered, hw, DELIVERY_BYTES))
@@ -169,6 +203,43 @@ class RaftClient:
 
     def resign(self, now: int) -> None:
         self._guarded(lambda: self.node.resign(now))
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def create_snapshot(
+        self, last_offset: int, epoch: int, payloads: Iterable[bytes], last_timestamp: int
+    ) -> OffsetAndEpoch | None:
+        """Write the state machine's snapshot of every record through ``last_offset``
+        (delivered, so committed; its batch of epoch ``epoch``); the snapshot's id is
+        ``(epoch, last_offset + 1)``. None if it exists already. An I/O error is raised
+        but does not fail the client: the log is untouched and the next snapshot may
+        succeed."""
+        if self._failure is not None:
+            raise self._failure
+        snapshot_id = OffsetAndEpoch(epoch, last_offset + 1)
+        if snapshot_id.offset > self._delivered:
+            raise ValueError(
+                f"snapshot {snapshot_id} is past what was delivered ({self._delivered})"
+            )
+        created = self.log.create_snapshot(
+            snapshot_id,
+            payloads,
+            last_contained_timestamp=last_timestamp,
+            voters=self.node.voters_at(last_offset),
+        )
+        return snapshot_id if created else None
+
+    def clean(self) -> bool:
+        """Apply the metadata log's retention (see
+        :meth:`~millpond.controller.raft.kafka_log.KafkaRaftLog.clean`); True if the
+        log start moved. An I/O error is logged and leaves the log as it was."""
+        if self._failure is not None:
+            return False
+        try:
+            return self.log.clean(self.node.high_watermark)
+        except OSError as exc:
+            _log.error("raft: cleaning the metadata log failed: %s", exc)
+            return False
 
     def take_outbox(self) -> list[Outgoing]:
         return self.node.take_outbox()

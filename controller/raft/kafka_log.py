@@ -8,17 +8,36 @@ leader writes at the start of an epoch). Every batch carries the leader's epoch,
 the partition's leader-epoch cache follows, so ``end_offset_for_epoch`` is Kafka's
 OffsetForLeaderEpoch answer. Records travel between replicas as the batches' bytes.
 
-Snapshots are not written yet: the log always starts at 0, so no fetch is ever answered
-with a snapshot id, and a leader that sends one is refused.
+Snapshots sit beside the segments in Kafka's ``.checkpoint`` format (:mod:`.snapshots`):
+the state machine writes its own (:meth:`KafkaRaftLog.create_snapshot`), a follower
+receives the leader's in chunks and installs it in place of its log, and
+:meth:`KafkaRaftLog.clean` applies Kafka's metadata retention, moving the log start to a
+snapshot and deleting the segments before it. At open, partial downloads are dropped and
+a snapshot past the log replaces it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.log import Entry, LeaderChange, VotersChange
+from millpond.controller.raft.snapshots import (
+    DELETED_SUFFIX,
+    PART_SUFFIX,
+    SUFFIX,
+    SnapshotContents,
+    SnapshotFormatError,
+    data_batches,
+    encode_snapshot,
+    header_timestamp,
+    parse_snapshot_name,
+    read_snapshot,
+    snapshot_name,
+)
 from millpond.storage.clock import Clock
+from millpond.storage.fs import File, join
 from millpond.storage.log import Log
 from millpond.wire import primitives
 from millpond.wire.generated.data import voters_record as vr
@@ -35,17 +54,24 @@ from millpond.wire.records import (
     parse_control_key,
 )
 
-__all__ = ["KafkaRaftLog", "decode_voters", "encode_voters"]
+__all__ = ["KafkaRaftLog", "MetadataRetention", "decode_voters", "encode_voters"]
 
-#: Kafka's raft caps a batch at 8 MiB; more entries go in the next batch.
-MAX_BATCH_BYTES = 8 * 1024 * 1024
-#: Per-record framing beyond the value, a safe upper bound for sizing batches.
-_RECORD_OVERHEAD = 32
+#: Enough of a snapshot's start to hold its header batch (header, kraft.version, voters).
+HEADER_READ_BYTES = 64 * 1024
 LEADER_CHANGE_VERSION = 0
 #: How much one read of the log asks for.
 READ_BYTES = 1024 * 1024
 VOTERS_VERSION = 0
 KRAFT_VERSION_VERSION = 0
+
+
+class MetadataRetention(NamedTuple):
+    """How much metadata log and how many snapshots are kept, by Kafka's defaults."""
+
+    #: metadata.max.retention.bytes: the log and its snapshots together (below 1: any).
+    max_bytes: int = 100 * 1024 * 1024
+    #: metadata.max.retention.ms: the age of the oldest snapshot's last record (-1: any).
+    max_ms: int = 7 * 24 * 60 * 60 * 1000
 
 
 def encode_voters(voters: VoterSet) -> bytes:
@@ -93,11 +119,32 @@ class KafkaRaftLog:
     """A :class:`~millpond.controller.raft.log.RaftLog` over a partition
     :class:`~millpond.storage.log.Log` (see the module docstring)."""
 
-    def __init__(self, log: Log, clock: Clock, kraft_version: int = 1) -> None:
+    def __init__(
+        self,
+        log: Log,
+        clock: Clock,
+        kraft_version: int = 1,
+        retention: MetadataRetention | None = None,
+    ) -> None:
         assert log.leader_epochs is not None, "the metadata log keeps a leader-epoch cache"
         self._log = log
+        self._fs = log.file_system
         self._clock = clock
         self._kraft_version = kraft_version
+        self.retention = retention or MetadataRetention()
+        #: Snapshot id -> size in bytes.
+        self._snapshots: dict[OffsetAndEpoch, int] = {}
+        #: The leader's snapshot being received, into its ``.part`` file.
+        self._receiving: tuple[OffsetAndEpoch, File] | None = None
+        self._scan_snapshots()
+        self._truncate_to_latest_snapshot()
+        latest = self.latest_snapshot()
+        if self.start_offset > 0 and (latest is None or latest.offset < self.start_offset):
+            raise SnapshotFormatError(
+                f"the metadata log in {log.directory} starts at offset {self.start_offset},"
+                " but no snapshot reaches that far (were .checkpoint files removed?); restore"
+                " them, or empty the directory and let this node fetch from the leader"
+            )
 
     @property
     def log(self) -> Log:
@@ -117,7 +164,10 @@ class KafkaRaftLog:
         cache = self._log.leader_epochs
         assert cache is not None
         latest = cache.latest_epoch
-        return 0 if latest is None else latest
+        if latest is not None:
+            return latest
+        snapshot = self.latest_snapshot()
+        return 0 if snapshot is None else snapshot.epoch
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         cache = self._log.leader_epochs
@@ -125,6 +175,9 @@ class KafkaRaftLog:
         found_epoch, end = cache.end_offset_for(epoch, self.end_offset)
         if found_epoch < 0:
             return OffsetAndEpoch(self.last_fetched_epoch(), self.end_offset)
+        snapshot = self.earliest_snapshot()
+        if snapshot is not None and end == snapshot.offset and found_epoch < snapshot.epoch:
+            return snapshot  # the epochs before it may be gone with the log (Kafka's rule)
         return OffsetAndEpoch(found_epoch, end)
 
     # -- writes ------------------------------------------------------------------------
@@ -145,27 +198,20 @@ class KafkaRaftLog:
         return changes
 
     def _batches(self, entries: Sequence[Entry], epoch: int, now: int) -> Iterator[bytes]:
-        data: list[NewRecord] = []
-        size = 0
+        run: list[bytes] = []
         for entry in entries:
             if isinstance(entry, bytes):
-                if data and size + len(entry) + _RECORD_OVERHEAD > MAX_BATCH_BYTES:
-                    yield build_batch(data, base_timestamp=now, partition_leader_epoch=epoch)
-                    data, size = [], 0
-                data.append(NewRecord(value=entry, timestamp=now))
-                size += len(entry) + _RECORD_OVERHEAD
+                run.append(entry)
                 continue
-            if data:
-                yield build_batch(data, base_timestamp=now, partition_leader_epoch=epoch)
-                data, size = [], 0
+            yield from data_batches(run, epoch=epoch, timestamp=now)
+            run = []
             yield build_batch(
                 self._control_records(entry, now),
                 base_timestamp=now,
                 partition_leader_epoch=epoch,
                 is_control=True,
             )
-        if data:
-            yield build_batch(data, base_timestamp=now, partition_leader_epoch=epoch)
+        yield from data_batches(run, epoch=epoch, timestamp=now)
 
     def _control_records(self, entry: LeaderChange | VotersChange, now: int) -> list[NewRecord]:
         if isinstance(entry, LeaderChange):
@@ -240,37 +286,224 @@ class KafkaRaftLog:
 
     def voter_history(self) -> list[tuple[int, VoterSet]]:
         history: list[tuple[int, VoterSet]] = []
-        for batch in self.batches(self.start_offset):
+        latest = self.latest_snapshot()
+        start = self.start_offset
+        if latest is not None and latest.offset > 0:
+            voters = self.snapshot_contents(latest).voters_record
+            if voters is not None:
+                history.append((latest.offset - 1, decode_voters(voters)))
+            start = max(start, latest.offset)
+        for batch in self.batches(start):
             if batch.is_control:
                 history += _voter_changes(batch)
         return history
 
-    # -- snapshots (none yet) --------------------------------------------------------------
+    # -- snapshots ---------------------------------------------------------------------
+
+    def _scan_snapshots(self) -> None:
+        """Find the snapshots; finish deletions and drop partial downloads a crash left."""
+        directory = self._log.directory
+        for name in self._fs.listdir(directory):
+            parsed = parse_snapshot_name(name)
+            if parsed is None:
+                continue
+            snapshot_id, suffix = parsed
+            path = join(directory, name)
+            if suffix == SUFFIX:
+                self._snapshots[snapshot_id] = self._fs.file_size(path)
+            else:
+                self._fs.remove(path)
+
+    def _truncate_to_latest_snapshot(self) -> None:
+        """A snapshot past the log (a crash between installing a leader's snapshot and
+        emptying the log, or a log lost behind our back) replaces the log, as Kafka's."""
+        latest = self.latest_snapshot()
+        if latest is None:
+            return
+        epoch = self._log.leader_epochs.latest_epoch if self._log.leader_epochs else None
+        log_epoch = -1 if epoch is None else epoch
+        if latest.epoch > log_epoch or (
+            latest.epoch == log_epoch and latest.offset > self.end_offset
+        ):
+            self._log.truncate_fully_and_start_at(latest.offset)
+            self._forget_snapshots_before(latest)
 
     def latest_snapshot(self) -> OffsetAndEpoch | None:
-        return None
+        return max(self._snapshots, key=_offset) if self._snapshots else None
 
     def earliest_snapshot(self) -> OffsetAndEpoch | None:
-        return None
+        return min(self._snapshots, key=_offset) if self._snapshots else None
+
+    def snapshots(self) -> list[OffsetAndEpoch]:
+        """Every snapshot held, oldest first."""
+        return sorted(self._snapshots, key=_offset)
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
-        return None
+        return self._snapshots.get(snapshot_id)
+
+    def snapshot_path(self, snapshot_id: OffsetAndEpoch, suffix: str = SUFFIX) -> str:
+        return join(self._log.directory, snapshot_name(snapshot_id, suffix))
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
-        raise LookupError(f"no snapshot {snapshot_id}: this log writes none")
+        if snapshot_id not in self._snapshots:
+            raise LookupError(f"no snapshot {snapshot_id} in {self._log.directory}")
+        file = self._fs.open(self.snapshot_path(snapshot_id))
+        try:
+            return file.read_at(position, max(0, min(max_bytes, file.size() - position)))
+        finally:
+            file.close()
+
+    def snapshot_contents(self, snapshot_id: OffsetAndEpoch) -> SnapshotContents:
+        """The snapshot read back whole and checked (:class:`SnapshotFormatError`)."""
+        size = self._snapshots.get(snapshot_id)
+        if size is None:
+            raise LookupError(f"no snapshot {snapshot_id} in {self._log.directory}")
+        try:
+            return read_snapshot(self.read_snapshot(snapshot_id, 0, size))
+        except SnapshotFormatError as exc:
+            raise SnapshotFormatError(f"{self.snapshot_path(snapshot_id)}: {exc}") from None
+
+    def create_snapshot(
+        self,
+        snapshot_id: OffsetAndEpoch,
+        payloads: Iterable[bytes],
+        *,
+        last_contained_timestamp: int,
+        voters: VoterSet | None = None,
+    ) -> bool:
+        """Write the state machine's snapshot through ``snapshot_id.offset - 1``, a
+        committed offset whose batch has the id's epoch. False if it exists already."""
+        if snapshot_id in self._snapshots:
+            return False
+        found = self.end_offset_for_epoch(snapshot_id.epoch)
+        if snapshot_id.offset > self.end_offset or found.epoch != snapshot_id.epoch:
+            raise ValueError(
+                f"snapshot {snapshot_id} does not match the log (end {self.end_offset},"
+                f" epoch {snapshot_id.epoch} ends at {found})"
+            )
+        batches = encode_snapshot(
+            snapshot_id,
+            payloads,
+            last_contained_timestamp=last_contained_timestamp,
+            now=self._clock.now_ms(),
+            kraft_version=self._kraft_version,
+            voters_record=None if voters is None else encode_voters(voters),
+        )
+        self._write_snapshot(snapshot_id, batches)
+        return True
+
+    def _write_snapshot(self, snapshot_id: OffsetAndEpoch, chunks: Iterable[bytes]) -> None:
+        part = self.snapshot_path(snapshot_id, PART_SUFFIX)
+        if self._fs.exists(part):
+            self._fs.remove(part)
+        file = self._fs.open(part, create=True)
+        try:
+            for chunk in chunks:
+                file.append(chunk)
+            file.sync()
+        finally:
+            file.close()
+        self._freeze(snapshot_id)
+
+    def _freeze(self, snapshot_id: OffsetAndEpoch) -> None:
+        """The whole, fsynced ``.part`` file becomes the snapshot."""
+        path = self.snapshot_path(snapshot_id)
+        self._fs.rename(self.snapshot_path(snapshot_id, PART_SUFFIX), path)
+        self._fs.sync_dir(self._log.directory)
+        self._snapshots[snapshot_id] = self._fs.file_size(path)
 
     def begin_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        raise NotImplementedError(
-            f"the leader sent snapshot {snapshot_id}, but millpond cannot install metadata"
-            " snapshots yet; let this replica catch up from a leader that keeps its log"
-        )
+        self._discard_receiving()
+        part = self.snapshot_path(snapshot_id, PART_SUFFIX)
+        if self._fs.exists(part):
+            self._fs.remove(part)
+        self._receiving = (snapshot_id, self._fs.open(part, create=True))
+
+    def _discard_receiving(self) -> None:
+        if self._receiving is not None:
+            snapshot_id, file = self._receiving
+            self._receiving = None
+            file.close()
+            self._fs.remove(self.snapshot_path(snapshot_id, PART_SUFFIX))
 
     def write_snapshot_chunk(self, snapshot_id: OffsetAndEpoch, position: int, data: bytes) -> int:
-        self.begin_snapshot(snapshot_id)
-        return 0
+        receiving = self._receiving
+        if receiving is None or receiving[0] != snapshot_id:
+            raise ValueError(f"snapshot {snapshot_id} is not being received")
+        file = receiving[1]
+        if position != file.size():
+            raise ValueError(f"snapshot chunk at {position}, but {file.size()} bytes are here")
+        file.append(data)
+        return file.size()
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        self.begin_snapshot(snapshot_id)
+        receiving = self._receiving
+        if receiving is None or receiving[0] != snapshot_id:
+            raise ValueError(f"snapshot {snapshot_id} is not being received")
+        file = receiving[1]
+        try:
+            # The leader's bytes are checked before they replace this replica's log.
+            read_snapshot(file.read_at(0, file.size()))
+            file.sync()
+        except SnapshotFormatError:
+            self._discard_receiving()
+            raise
+        file.close()
+        self._receiving = None
+        self._freeze(snapshot_id)
+        self._log.truncate_fully_and_start_at(snapshot_id.offset)
+        self._forget_snapshots_before(snapshot_id)
+
+    def _forget_snapshots_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        for old in [s for s in self._snapshots if s.offset < snapshot_id.offset]:
+            del self._snapshots[old]
+            path = self.snapshot_path(old)
+            deleted = self.snapshot_path(old, DELETED_SUFFIX)
+            self._fs.rename(path, deleted)
+            self._fs.remove(deleted)
+
+    def snapshot_timestamp(self, snapshot_id: OffsetAndEpoch) -> int:
+        """The append time of the last record the snapshot covers (its header's)."""
+        head = self.read_snapshot(snapshot_id, 0, HEADER_READ_BYTES)
+        batch = next(iter_batches(head, allow_truncated_tail=True), None)
+        try:
+            if batch is None:
+                raise SnapshotFormatError("no header batch")
+            return header_timestamp(batch)
+        except SnapshotFormatError as exc:
+            raise SnapshotFormatError(f"{self.snapshot_path(snapshot_id)}: {exc}") from None
+
+    def clean(self, high_watermark: int) -> bool:
+        """Kafka's metadata log retention: while the log and its snapshots exceed
+        ``metadata.max.retention.bytes``, or the oldest snapshot covers records older
+        than ``metadata.max.retention.ms`` (:attr:`retention`; below 1 and below 0 turn
+        each off), drop
+        the oldest snapshot and start the log at the next one, never past the latest
+        snapshot or the high watermark. The segments wholly before the new log start go.
+        True if the log start moved."""
+        retention_bytes, retention_ms = self.retention
+        now = self._clock.now_ms()
+        moved = False
+        ordered = self.snapshots()
+        total = sum(self._snapshots.values())
+        for snapshot, following in zip(ordered, ordered[1:], strict=False):
+            expired = (retention_bytes >= 1 and self._log.size + total > retention_bytes) or (
+                retention_ms >= 0 and now - self.snapshot_timestamp(snapshot) > retention_ms
+            )
+            if not expired or not self._delete_before(following, high_watermark):
+                break
+            total -= self._snapshots.get(snapshot, 0)
+            moved = True
+        return moved
+
+    def _delete_before(self, snapshot_id: OffsetAndEpoch, high_watermark: int) -> bool:
+        if snapshot_id.offset <= self.start_offset or snapshot_id.offset > high_watermark:
+            return False
+        self._log.update_high_watermark(high_watermark)
+        self._log.delete_records(snapshot_id.offset)
+        self._log.delete_old_segments()
+        self._forget_snapshots_before(snapshot_id)
+        return True
 
 
 def _voter_changes(batch: RecordBatch) -> list[tuple[int, VoterSet]]:
@@ -280,3 +513,7 @@ def _voter_changes(batch: RecordBatch) -> list[tuple[int, VoterSet]]:
         if key.type == ControlRecordType.KRAFT_VOTERS and record.value is not None:
             found.append((record.offset, decode_voters(record.value)))
     return found
+
+
+def _offset(snapshot_id: OffsetAndEpoch) -> int:
+    return snapshot_id.offset

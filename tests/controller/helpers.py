@@ -6,7 +6,12 @@ import random
 
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.image import BrokerEndpoint, MetadataImage
-from millpond.controller.metadata_log import open_metadata_log, open_raft_client, read_image
+from millpond.controller.metadata_log import (
+    MetadataLogConfig,
+    open_metadata_log,
+    open_raft_client,
+    read_image,
+)
 from millpond.storage.clock import ManualClock
 from millpond.storage.fs import MemFileSystem
 
@@ -23,11 +28,15 @@ def mem_fs() -> MemFileSystem:
 
 
 def open_controller(
-    fs: MemFileSystem, seed: int = 7, clock: ManualClock | None = None, **config: int
+    fs: MemFileSystem,
+    seed: int = 7,
+    clock: ManualClock | None = None,
+    log_config: MetadataLogConfig | None = None,
+    **config: object,
 ) -> QuorumController:
     clock = clock or ManualClock()
     rng = random.Random(seed)
-    raft = open_raft_client(fs, LOG_DIR, clock, rng, node_id=NODE_ID)
+    raft = open_raft_client(fs, LOG_DIR, clock, rng, node_id=NODE_ID, log_config=log_config)
     return QuorumController(
         raft,
         clock,
@@ -46,10 +55,14 @@ def replayed(fs: MemFileSystem) -> MetadataImage:
 
 
 def running_node(
-    fs: MemFileSystem | None = None, seed: int = 7, clock: ManualClock | None = None
+    fs: MemFileSystem | None = None,
+    seed: int = 7,
+    clock: ManualClock | None = None,
+    log_config: MetadataLogConfig | None = None,
+    **config: object,
 ) -> QuorumController:
     """A controller with its own broker registered and unfenced (a combined node)."""
-    controller = open_controller(fs or mem_fs(), seed, clock)
+    controller = open_controller(fs or mem_fs(), seed, clock, log_config, **config)
     registered = controller.register_broker(NODE_ID, [ENDPOINT])
     assert registered.response.error.is_success
     unfenced = controller.unfence_broker(NODE_ID, registered.response.broker_epoch)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 
-from millpond.controller.metadata_log import open_raft_client
+from millpond.controller.metadata_log import MetadataLogConfig, open_raft_client
+from millpond.controller.raft.client import RaftClient
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import ReplicaKey, Voter, VoterSet
 from millpond.storage.clock import ManualClock
@@ -20,16 +21,42 @@ PATIENT = RaftConfig(kraft_version=0, election_timeout_ms=1 << 40, fetch_timeout
 
 
 class TwoVoters:
-    def __init__(self, fs: FileSystem, log_dir: str, clock: ManualClock) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        log_dir: str,
+        clock: ManualClock,
+        log_config: MetadataLogConfig | None = None,
+    ) -> None:
         self.clock = clock
+        self._fs = fs
+        self._log_config = log_config
         fs.makedirs(PEER_DIR)
-        self.client = open_raft_client(
-            fs, log_dir, clock, random.Random(1), node_id=1, voters=VOTERS, config=QUICK
-        )
-        self.peer = open_raft_client(
-            fs, PEER_DIR, clock, random.Random(2), node_id=2, voters=VOTERS, config=PATIENT
-        )
+        self.client = self._open(1, log_dir, QUICK)
+        self.peer = self._open(2, PEER_DIR, PATIENT)
         self._nodes = {1: self.client, 2: self.peer}
+
+    def add_observer(self, node_id: int, log_dir: str) -> RaftClient:
+        """A replica that follows the log without voting (a broker), from now on."""
+        self._fs.makedirs(log_dir)
+        observer = self._open(node_id, log_dir, PATIENT, can_become_voter=False)
+        self._nodes[node_id] = observer
+        return observer
+
+    def _open(
+        self, node_id: int, log_dir: str, config: RaftConfig, *, can_become_voter: bool = True
+    ) -> RaftClient:
+        return open_raft_client(
+            self._fs,
+            log_dir,
+            self.clock,
+            random.Random(node_id),
+            node_id=node_id,
+            voters=VOTERS,
+            config=config,
+            can_become_voter=can_become_voter,
+            log_config=self._log_config,
+        )
 
     def elect(self) -> None:
         """Make node 1 the leader (its LeaderChange not committed yet)."""

@@ -186,7 +186,7 @@ def test_feature_update_errors(update: FeatureUpdate, message: str) -> None:
 
 def test_feature_updates_that_change_and_that_do_not() -> None:
     supported = {"metadata.version": (7, 27), "group.version": (0, 1)}
-    controller = open_controller(mem_fs(), supported_features=supported)  # type: ignore[arg-type]
+    controller = open_controller(mem_fs(), supported_features=supported)
     result = controller.update_features(
         [FeatureUpdate("group.version", 1), FeatureUpdate("metadata.version", 27)]
     )

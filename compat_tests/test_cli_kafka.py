@@ -5,15 +5,18 @@ The CLI speaks only the Kafka protocol, so it must serve Kafka's own broker as w
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from compat_tests.harness import millpond_server
-from compat_tests.kafka.reference import RunningBroker, dump_log_segments, free_port
+from compat_tests.kafka.reference import (
+    RunningBroker,
+    copy_when_still,
+    dump_log_segments,
+    free_port,
+)
 from tests.cli import scenarios
 
 
@@ -84,19 +87,6 @@ def test_bench(broker_bootstrap: str) -> None:
     scenarios.check_bench(broker_bootstrap)
 
 
-def _copy_when_still(segment: Path, to: Path) -> None:
-    """Copy a segment the broker may be appending to (Kafka adds a NoOpRecord to its
-    metadata log every half second) at a moment its size held still, so the copy never
-    ends in half a batch."""
-    for _ in range(50):
-        size = segment.stat().st_size
-        shutil.copy(segment, to)
-        if (to / segment.name).stat().st_size == size == segment.stat().st_size:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{segment} kept growing while it was copied")
-
-
 def _internal_topics_read_as_kafkas_tool_does(data: Path, copies: Path) -> None:
     """Both decoders on copies of the internal topics' first segments (the brokers keep
     appending to them), copied under their own names as Kafka's tool needs."""
@@ -104,7 +94,7 @@ def _internal_topics_read_as_kafkas_tool_does(data: Path, copies: Path) -> None:
     for directory in [*sorted(data.glob("__consumer_offsets-*")), data / "__cluster_metadata-0"]:
         copy = copies / directory.name
         copy.mkdir(parents=True)
-        _copy_when_still(directory / "00000000000000000000.log", copy)
+        copy_when_still(directory / "00000000000000000000.log", copy)
         offsets.append(copy)
     metadata = offsets.pop()
     for option in ("--print-data-log", "--offsets-decoder"):
@@ -148,14 +138,14 @@ def test_read_committed_and_transaction_markers_on_kafka(
     scenarios.check_read_committed(reference_kafka.bootstrap, topic)
     copy = tmp_path / f"{topic}-0"
     copy.mkdir()
-    _copy_when_still(reference_kafka.partition_dir(topic, 0) / "00000000000000000000.log", copy)
+    copy_when_still(reference_kafka.partition_dir(topic, 0) / "00000000000000000000.log", copy)
     _same_as_kafkas_tool(copy)
     dumped = scenarios.run("dump-log", "--files", str(copy), "--print-data-log").stdout
     assert "endTxnMarker: ABORT" in dumped and "endTxnMarker: COMMIT" in dumped
     for directory in sorted(reference_kafka.log_dir.glob("__transaction_state-*")):
         state = tmp_path / directory.name
         state.mkdir()
-        _copy_when_still(directory / "00000000000000000000.log", state)
+        copy_when_still(directory / "00000000000000000000.log", state)
         _same_as_kafkas_tool(state, option="--transaction-log-decoder")
     log = scenarios.run(
         "dump-log", "--files", str(tmp_path), "--transaction-log-decoder"

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,8 @@ from compat_tests.harness import millpond_server
 from compat_tests.kafka.reference import (
     Ports,
     RunningBroker,
+    copy_when_still,
+    dump_log_segments,
     free_port,
     kafka_classpath,
     run_tool,
@@ -25,9 +30,12 @@ from compat_tests.kafka.reference import (
 )
 from millpond.controller.controller import ControllerConfig
 from millpond.controller.controller_server import ControllerServer
+from millpond.controller.image import MetadataImage
+from millpond.controller.metadata_log import open_metadata_log, read_image, snapshot_image
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import Endpoint, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.node import Role
+from millpond.controller.raft.snapshots import parse_snapshot_name, read_snapshot
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
@@ -139,24 +147,32 @@ def _kafka_broker_properties(port: int, controller_port: int, log_dir: Path) -> 
     )
 
 
+def _formatted_kafka_broker(tmp_path: Path, controller_port: int) -> RunningBroker:
+    """A Kafka broker of the millpond node's cluster in ``tmp_path/kafka``, formatted with
+    the cluster id millpond wrote to ``tmp_path/millpond/data``, not started."""
+    meta = read_meta_properties(
+        OsFileSystem(), str(tmp_path / "millpond" / "data" / "meta.properties")
+    )
+    work = tmp_path / "kafka"
+    work.mkdir()
+    ports = Ports.loopback()
+    kafka = RunningBroker(work, ports, kafka_classpath(), 120.0, 1)
+    kafka.properties.write_text(
+        _kafka_broker_properties(ports.plaintext, controller_port, kafka.log_dir)
+    )
+    formatted = run_tool(
+        "kafka.tools.StorageTool",
+        ["format", f"--cluster-id={meta.cluster_id}", "-c", str(kafka.properties)],
+    )
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+    return kafka
+
+
 def test_a_kafka_broker_registers_with_a_millpond_controller(tmp_path: Path) -> None:
     controller_port = free_port()
     with millpond_server(tmp_path / "millpond", controller_port=controller_port) as bootstrap:
-        meta = read_meta_properties(
-            OsFileSystem(), str(tmp_path / "millpond" / "data" / "meta.properties")
-        )
-        work = tmp_path / "kafka"
-        work.mkdir()
-        ports = Ports.loopback()
-        kafka = RunningBroker(work, ports, kafka_classpath(), 120.0, 1)
-        kafka.properties.write_text(
-            _kafka_broker_properties(ports.plaintext, controller_port, kafka.log_dir)
-        )
-        formatted = run_tool(
-            "kafka.tools.StorageTool",
-            ["format", f"--cluster-id={meta.cluster_id}", "-c", str(kafka.properties)],
-        )
-        assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+        kafka = _formatted_kafka_broker(tmp_path, controller_port)
+        ports = kafka.ports
         with kafka:
             kafka.launch()  # returns once registered, unfenced and serving
             admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -192,3 +208,112 @@ def test_a_kafka_broker_registers_with_a_millpond_controller(tmp_path: Path) -> 
             assert values == [b"v%d" % i for i in range(20)]
             # The data lives on the Kafka broker, in Kafka's own partition directory.
             assert (kafka.log_dir / "on-kafka-0").is_dir()
+
+
+# -- metadata snapshots across the two implementations -----------------------------------------
+
+#: A snapshot at every commit, so that a short test has them.
+EVERY_COMMIT = "metadata.log.max.record.bytes.between.snapshots=1"
+
+
+def _snapshot_files(directory: Path) -> list[Path]:
+    """The ``.checkpoint`` files past Kafka's bootstrap one (offset 0), oldest first."""
+    found = []
+    for path in directory.glob("*.checkpoint"):
+        parsed = parse_snapshot_name(path.name)
+        if parsed is not None and parsed[0].offset > 0:
+            found.append((parsed[0].offset, path))
+    return [p for _, p in sorted(found)]
+
+
+def _wait_for_snapshot(directory: Path, holds: Callable[[Path], bool]) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for path in reversed(_snapshot_files(directory)):
+            if holds(path):
+                return path
+        time.sleep(0.1)
+    raise AssertionError(f"no snapshot in {directory} holds what was asked within 30 s")
+
+
+def _snapshot_image(path: Path, cluster_id: str) -> MetadataImage:
+    parsed = parse_snapshot_name(path.name)
+    assert parsed is not None
+    return snapshot_image(cluster_id, parsed[0], read_snapshot(path.read_bytes()).batches).image
+
+
+def test_a_kafka_broker_joins_from_a_millpond_snapshot(tmp_path: Path) -> None:
+    """The Kafka broker's first fetch is answered with millpond's latest snapshot id; it
+    downloads the snapshot by FetchSnapshot, keeps it as its own ``.checkpoint``, and
+    serves the topics it holds. Kafka's DumpLogSegments decodes millpond's snapshot."""
+    controller_port = free_port()
+    metadata = tmp_path / "millpond" / "data" / "__cluster_metadata-0"
+    with millpond_server(
+        tmp_path / "millpond", EVERY_COMMIT, controller_port=controller_port
+    ) as bootstrap:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.create_topics([NewTopic("snapshotted", 2, 1)])
+        finally:
+            admin.close()
+        meta = read_meta_properties(OsFileSystem(), str(metadata.parent / "meta.properties"))
+        assert meta.cluster_id is not None
+        cluster_id = meta.cluster_id
+        snapshot = _wait_for_snapshot(
+            metadata, lambda p: _snapshot_image(p, cluster_id).topic("snapshotted") is not None
+        )
+        copy = tmp_path / "copy" / "__cluster_metadata-0"
+        copy.mkdir(parents=True)
+        shutil.copy(snapshot, copy)
+        decoded = dump_log_segments([copy / snapshot.name], "--cluster-metadata-decoder")
+        assert '"name":"snapshotted"' in decoded, decoded
+        assert "SnapshotHeader" in decoded and "SnapshotFooter" in decoded, decoded
+
+        kafka = _formatted_kafka_broker(tmp_path, controller_port)
+        with kafka:
+            kafka.launch()  # returns once registered, unfenced and serving
+            downloaded = _snapshot_files(kafka.log_dir / "__cluster_metadata-0")
+            assert downloaded, "the Kafka broker replayed the log instead of the snapshot"
+            # Byte for byte the snapshot millpond wrote.
+            assert downloaded[0].read_bytes() == (metadata / downloaded[0].name).read_bytes()
+            admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{kafka.ports.plaintext}")
+            try:
+                described = admin.describe_topics(["snapshotted"])
+            finally:
+                admin.close()
+            assert [len(t["partitions"]) for t in described] == [2]
+
+
+def test_millpond_reads_kafkas_snapshots_as_it_replays_kafkas_log(tmp_path: Path) -> None:
+    """A snapshot Kafka 4.4 wrote loads into the image millpond builds by replaying Kafka's
+    own log up to the snapshot's end."""
+    names = [f"kafka-snapshotted-{i}" for i in range(3)]
+    key, value = EVERY_COMMIT.split("=")
+    with start_broker(tmp_path / "kafka", config={key: value}) as kafka:
+        topic_ids = _kafka_topic_ids(kafka.bootstrap, names)
+        metadata = kafka.log_dir / "__cluster_metadata-0"
+        meta = read_meta_properties(OsFileSystem(), str(kafka.log_dir / "meta.properties"))
+        assert meta.cluster_id is not None
+        cluster_id = meta.cluster_id
+        snapshot = _wait_for_snapshot(
+            metadata,
+            lambda p: all(_snapshot_image(p, cluster_id).topic(n) is not None for n in names),
+        )
+        copy = tmp_path / "copy" / "__cluster_metadata-0"
+        copy.mkdir(parents=True)
+        copy_when_still(metadata / "00000000000000000000.log", copy)
+    from_snapshot = _snapshot_image(snapshot, cluster_id)
+    for name, topic_id in topic_ids.items():
+        topic = from_snapshot.topic(name)
+        assert topic is not None and topic.topic_id == topic_id and len(topic.partitions) == 3
+    parsed = parse_snapshot_name(snapshot.name)
+    assert parsed is not None
+    log = open_metadata_log(OsFileSystem(), str(copy.parent), SystemClock())
+    try:
+        assert log.end_offset >= parsed[0].offset, "the copied log ends before the snapshot"
+        replayed = read_image(log, MetadataImage.empty(cluster_id), end=parsed[0].offset).image
+    finally:
+        log.log.close()
+    for broker_id in sorted({*from_snapshot.brokers, *replayed.brokers}):
+        assert from_snapshot.brokers.get(broker_id) == replayed.brokers.get(broker_id), broker_id
+    assert from_snapshot == replayed

@@ -117,7 +117,7 @@ class BrokerRegistration(NamedTuple):
     rack: str | None
     fenced: bool
     in_controlled_shutdown: bool = False
-    #: (feature name, min supported level, max supported level)
+    #: (feature name, min supported level, max supported level), by name
     supported_features: tuple[tuple[str, int, int], ...] = ()
     log_dirs: tuple[bytes, ...] = ()
 
@@ -131,7 +131,7 @@ class ControllerRegistration(NamedTuple):
     controller_id: int
     incarnation_id: bytes
     endpoints: tuple[BrokerEndpoint, ...]
-    #: (feature name, min supported level, max supported level)
+    #: (feature name, min supported level, max supported level), by name
     supported_features: tuple[tuple[str, int, int], ...] = ()
 
 
@@ -220,6 +220,9 @@ class MetadataDelta:
         self._names: dict[str, bytes] | None = None
         self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
         self._next_producer_id = base.next_producer_id
+        #: Partition maps made by this delta and not yet handed out in an image: topic
+        #: id -> the dict behind that topic's read-only ``partitions``.
+        self._owned_partitions: dict[bytes, dict[int, PartitionRegistration]] = {}
 
     @classmethod
     def replacing(cls, base: MetadataImage, image: MetadataImage) -> MetadataDelta:
@@ -324,10 +327,14 @@ class MetadataDelta:
         self._put_partition(topic, r.partition_id, partition)
 
     def _put_partition(self, topic: TopicImage, index: int, p: PartitionRegistration) -> None:
-        partitions = dict(topic.partitions)
-        partitions[index] = p
+        # A topic's partitions are copied once per delta, not once per partition: a
+        # snapshot registers each topic's partitions one record at a time.
         topics, _ = self._topic_maps()
-        topics[topic.topic_id] = topic._replace(partitions=_frozen(partitions))
+        owned = self._owned_partitions.get(topic.topic_id)
+        if owned is None or topics.get(topic.topic_id) is not topic:
+            owned = self._owned_partitions[topic.topic_id] = dict(topic.partitions)
+            topics[topic.topic_id] = topic._replace(partitions=_frozen(owned))
+        owned[index] = p
         self.changed_topics.add(topic.topic_id)
 
     def _partition_change(self, r: PartitionChangeRecord) -> None:
@@ -402,9 +409,7 @@ class MetadataDelta:
             rack=r.rack,
             fenced=r.fenced,
             in_controlled_shutdown=r.in_controlled_shutdown,
-            supported_features=tuple(
-                (f.name, f.min_supported_version, f.max_supported_version) for f in r.features
-            ),
+            supported_features=_features_of(r.features),
             log_dirs=tuple(r.log_dirs),
         )
 
@@ -449,9 +454,7 @@ class MetadataDelta:
             endpoints=tuple(
                 BrokerEndpoint(e.name, e.host, e.port, e.security_protocol) for e in r.end_points
             ),
-            supported_features=tuple(
-                (f.name, f.min_supported_version, f.max_supported_version) for f in r.features
-            ),
+            supported_features=_features_of(r.features),
         )
 
     def _unregister_controller(self, r: UnregisterControllerRecord) -> None:
@@ -467,6 +470,7 @@ class MetadataDelta:
 
     def apply(self) -> MetadataImage:
         """The image the base becomes with every record replayed so far."""
+        self._owned_partitions.clear()  # handed out: later records copy them again
         base = self.base
         return MetadataImage(
             cluster_id=base.cluster_id,
@@ -484,6 +488,14 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else _frozen(self._configs),
             next_producer_id=self._next_producer_id,
         )
+
+
+def _features_of(features: list[Any]) -> tuple[tuple[str, int, int], ...]:
+    """A node's supported feature ranges, by name: a set, whatever order a writer used
+    (Kafka keeps them in a map, and its snapshots write them in the map's order)."""
+    return tuple(
+        sorted((f.name, f.min_supported_version, f.max_supported_version) for f in features)
+    )
 
 
 _HANDLERS: dict[type[Message], Any] = {

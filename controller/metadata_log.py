@@ -103,9 +103,16 @@ def metadata_log_config(settings: MetadataLogConfig | None = None) -> LogConfig:
 
 
 def open_metadata_log(
-    fs: FileSystem, log_dir: str, clock: Clock, settings: MetadataLogConfig | None = None
+    fs: FileSystem,
+    log_dir: str,
+    clock: Clock,
+    settings: MetadataLogConfig | None = None,
+    *,
+    kraft_version: int = 1,
 ) -> KafkaRaftLog:
-    """``__cluster_metadata-0`` under ``log_dir`` (made if missing), recovered whole."""
+    """``__cluster_metadata-0`` under ``log_dir`` (made if missing), recovered whole;
+    ``kraft_version``: the quorum's, which the snapshots written record (at 0, no voters:
+    a static quorum's voters are configured, not logged)."""
     settings = settings or MetadataLogConfig()
     directory = join(log_dir, METADATA_PARTITION_DIR)
     fs.makedirs(directory)
@@ -118,7 +125,7 @@ def open_metadata_log(
         had_clean_shutdown=False,
         leader_epochs=LeaderEpochCache(fs, join(directory, LEADER_EPOCH_CHECKPOINT_FILE)),
     )
-    return KafkaRaftLog(log, clock, retention=settings.retention)
+    return KafkaRaftLog(log, clock, kraft_version, retention=settings.retention)
 
 
 def open_raft_client(
@@ -138,7 +145,7 @@ def open_raft_client(
     ``can_become_voter=False``: an observer that never votes (a broker)."""
     config = config or RaftConfig(kraft_version=0)
     voters = voters or VoterSet([Voter(ReplicaKey(node_id))])
-    log = open_metadata_log(fs, log_dir, clock, log_config)
+    log = open_metadata_log(fs, log_dir, clock, log_config, kraft_version=config.kraft_version)
     node: RaftNode | None = None
 
     def voter_ids() -> list[int]:

@@ -16,6 +16,8 @@ _SMALL = tuple(bytes((i,)) for i in range(128))
 
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 5 bytes (a 32-bit value)."""
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: most lengths, counts and types
+        return buf[pos], pos + 1
     value = 0
     shift = 0
     end = len(buf)
@@ -56,12 +58,16 @@ def read_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read a zig-zag encoded signed varint (32-bit)."""
+    if pos < len(buf) and (raw := buf[pos]) < 0x80:
+        return (raw >> 1) ^ -(raw & 1), pos + 1
     raw, pos = read_uvarint(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 
 
 def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read a zig-zag encoded signed varlong (64-bit)."""
+    if pos < len(buf) and (raw := buf[pos]) < 0x80:
+        return (raw >> 1) ^ -(raw & 1), pos + 1
     raw, pos = read_uvarlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 

@@ -169,6 +169,19 @@ def dump_log_segments(
     return result.stdout
 
 
+def copy_when_still(segment: Path, to: Path) -> None:
+    """Copy a segment the broker may be appending to (Kafka adds a NoOpRecord to its
+    metadata log every half second) at a moment its size held still, so the copy never
+    ends in half a batch."""
+    for _ in range(50):
+        size = segment.stat().st_size
+        shutil.copy(segment, to)
+        if (to / segment.name).stat().st_size == size == segment.stat().st_size:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{segment} kept growing while it was copied")
+
+
 # --- the broker ----------------------------------------------------------------------------
 
 

@@ -104,18 +104,32 @@ def check_log(node_id: int, batches: Sequence[RecordBatch]) -> list[str]:
     return violations
 
 
-def check_prefixes(logs: Mapping[int, Sequence[bytes]]) -> list[str]:
-    """R5: every pair of logs is identical up to the shorter one."""
+def check_prefixes(logs: Mapping[int, Sequence[tuple[int, bytes]]]) -> list[str]:
+    """R5: every pair of logs holds the same batches over the offsets both hold. Each log
+    is its ``(base offset, bytes)`` batches; one that starts later (at a snapshot it
+    installed) is compared from there."""
     violations = []
     ids = sorted(logs)
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
-            shorter = min(len(logs[a]), len(logs[b]))
-            for n in range(shorter):
-                if logs[a][n] != logs[b][n]:
-                    violations.append(f"nodes {a} and {b} differ at batch {n}")
-                    break
+            violation = _first_difference(logs[a], logs[b])
+            if violation is not None:
+                violations.append(f"nodes {a} and {b} differ at offset {violation}")
     return violations
+
+
+def _first_difference(a: Sequence[tuple[int, bytes]], b: Sequence[tuple[int, bytes]]) -> int | None:
+    if not a or not b:
+        return None
+    start = max(a[0][0], b[0][0])
+    ends = [offset for offset, _ in a[-1:]] + [offset for offset, _ in b[-1:]]
+    last = min(ends)
+    mine = {offset: data for offset, data in a if start <= offset <= last}
+    theirs = {offset: data for offset, data in b if start <= offset <= last}
+    for offset in sorted({*mine, *theirs}):
+        if mine.get(offset) != theirs.get(offset):
+            return offset
+    return None
 
 
 def longest_gap(ops: Sequence[Op], start: float, end: float) -> float:

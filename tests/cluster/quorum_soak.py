@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from millpond.controller.image import MetadataImage
-from millpond.controller.metadata_log import open_metadata_log, read_image
+from millpond.controller.metadata_log import open_metadata_log, read_image, snapshot_image
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 
@@ -57,6 +57,8 @@ TIMERS = {
     "broker.heartbeat.interval.ms": 250,
     "broker.session.timeout.ms": 3000,
     "request.timeout.ms": 8000,
+    # Snapshots every few dozen operations: restarts load them, the final state reads one.
+    "metadata.log.max.record.bytes.between.snapshots": 32768,
 }
 FAULTS = ("kill", "pause", "cut")
 #: How long a fault lasts, and the longest the quorum may take to recover after it.
@@ -166,6 +168,37 @@ def committed_logs(nodes: dict[int, Node]) -> dict[int, list[Any]]:
     return logs
 
 
+def check_snapshots(nodes: dict[int, Node], logs: dict[int, list[Any]]) -> list[str]:
+    """Each node's latest snapshot (what its restart loads) holds the image a log that
+    covers it replays to at the snapshot's end."""
+    full = max(
+        (i for i in logs if logs[i] and logs[i][0].base_offset == 0),
+        key=lambda i: logs[i][-1].next_offset,
+        default=None,
+    )
+    if full is None:
+        return ["no controller kept its log from offset 0"]
+    violations = []
+    log = open_metadata_log(OsFileSystem(), str(nodes[full].data_dir), SystemClock())
+    try:
+        for i, node in nodes.items():
+            theirs = open_metadata_log(OsFileSystem(), str(node.data_dir), SystemClock())
+            try:
+                latest = theirs.latest_snapshot()
+                if latest is None or latest.offset > log.end_offset:
+                    continue
+                contents = theirs.snapshot_contents(latest)
+            finally:
+                theirs.log.close()
+            loaded = snapshot_image(CLUSTER_ID, latest, contents.batches).image
+            replayed = read_image(log, MetadataImage.empty(CLUSTER_ID), end=latest.offset)
+            if loaded != replayed.image:
+                violations.append(f"node {i}: snapshot {latest} is not node {full}'s log")
+    finally:
+        log.log.close()
+    return violations
+
+
 def final_state(data_dir: Path) -> dict[str, str | None]:
     log = open_metadata_log(OsFileSystem(), str(data_dir), SystemClock())
     try:
@@ -243,7 +276,10 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
         violations.append("the controllers did not catch up after the run")
     for i, batches in logs.items():
         violations += check_log(i, batches)
-    violations += check_prefixes({i: [bytes(b.buffer) for b in bs] for i, bs in logs.items()})
+    violations += check_prefixes(
+        {i: [(b.base_offset, bytes(b.buffer)) for b in bs] for i, bs in logs.items()}
+    )
+    violations += check_snapshots(nodes, logs)
     longest = max(logs, key=lambda i: len(logs[i]))
     ops = workload.ops
     violations += check_final_state(ops, final_state(nodes[longest].data_dir))
@@ -255,6 +291,10 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
         "ops_info": sum(op.outcome == "info" for op in ops),
         "topics": len({op.topic for op in ops}),
         "controller_elections": len(epochs),
+        "snapshots_per_node": {
+            i: len(list((nodes[i].data_dir / "__cluster_metadata-0").glob("*.checkpoint")))
+            for i in (*CONTROLLERS, *BROKERS)
+        },
         "longest_unavailability_s": round(longest_gap(ops, begin, end), 3),
         "longest_outage_by_fault_s": {
             kind: round(
@@ -266,6 +306,10 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
             for kind in FAULTS
         },
         "metadata_batches": {i: len(b) for i, b in logs.items()},
+        #: (log start, log end) per controller: a start above 0 is a snapshot installed.
+        "metadata_log_range": {
+            i: (b[0].base_offset, b[-1].next_offset) if b else (0, 0) for i, b in logs.items()
+        },
         "run_s": round(time.monotonic() - started, 1),
         "violations": violations,
     }

@@ -40,15 +40,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.kraft_node import NodeProcess  # noqa: E402 (after the path is set)
 from bench.wire_client import Client  # noqa: E402
-from compat_tests.kafka.reference import (  # noqa: E402 (after the path is set)
-    BROKER_JVM,
-    BROKER_LOG4J,
-    _java,
-    free_port,
-    kafka_classpath,
-    run_tool,
-)
+from compat_tests.kafka.reference import free_port  # noqa: E402
 from millpond.wire.generated.api import create_topics_request as ct  # noqa: E402
 from millpond.wire.generated.api import describe_quorum_request as dq  # noqa: E402
 from millpond.wire.generated.api.metadata_request import (  # noqa: E402
@@ -70,9 +64,8 @@ class Cluster:
         self.kind = kind
         self.root = root
         self.ports = {i: free_port() for i in (*CONTROLLERS, *BROKERS)}
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
         voters = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in CONTROLLERS)
-        self.props: dict[int, dict[str, object]] = {}
+        self.nodes: dict[int, NodeProcess] = {}
         for i in (*CONTROLLERS, *BROKERS):
             controller = i in CONTROLLERS
             listener = "CONTROLLER" if controller else "PLAINTEXT"
@@ -88,52 +81,34 @@ class Cluster:
             if not controller:
                 props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.ports[i]}"
                 props["inter.broker.listener.name"] = "PLAINTEXT"
-            self.props[i] = props
+            self.nodes[i] = NodeProcess(kind, root, f"node{i}", props)
 
-    def _overrides(self, i: int) -> list[str]:
-        return [a for k, v in self.props[i].items() for a in ("--override", f"{k}={v}")]
-
-    def _properties(self, i: int) -> Path:
-        path = self.root / f"node{i}.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in self.props[i].items()))
-        return path
+    @property
+    def procs(self) -> dict[int, subprocess.Popen[bytes]]:
+        """The running nodes' processes."""
+        return {i: n.proc for i, n in self.nodes.items() if n.proc is not None}
 
     def format(self) -> None:
-        for i in self.props:
-            if self.kind == "millpond":
-                command = [sys.executable, "-m", "millpond", "storage", "format", "-t", CLUSTER_ID]
-                subprocess.run([*command, *self._overrides(i)], check=True, capture_output=True)
-            else:
-                done = run_tool(
-                    "kafka.tools.StorageTool",
-                    ["format", f"--cluster-id={CLUSTER_ID}", "-c", str(self._properties(i))],
-                )
-                assert done.returncode == 0, done.stdout + done.stderr
+        for node in self.nodes.values():
+            node.format(CLUSTER_ID)
 
     def start(self, i: int) -> None:
-        if self.kind == "millpond":
-            command = [sys.executable, "-m", "millpond", "serve", *self._overrides(i)]
-        else:
-            command = _java(
-                kafka_classpath(), BROKER_JVM, BROKER_LOG4J, "kafka.Kafka", str(self._properties(i))
-            )
-        log = (self.root / f"node{i}.log").open("ab")
-        self.procs[i] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.nodes[i].start()
 
     def kill(self, i: int) -> None:
-        proc = self.procs.pop(i)
-        proc.kill()
-        proc.wait(timeout=30)
+        self.nodes[i].kill()
 
     def stop(self) -> None:
-        for proc in self.procs.values():
+        procs = self.procs
+        for proc in procs.values():
             proc.send_signal(signal.SIGTERM)
-        for proc in self.procs.values():
+        for proc in procs.values():
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        self.procs.clear()
+        for node in self.nodes.values():
+            node.proc = None
 
 
 def _ask(port: int, body: Any, version: int, timeout: float = 5.0) -> Any | None:

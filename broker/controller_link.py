@@ -3,9 +3,11 @@
 Kafka's brokers reach the controller through one channel (``NodeToControllerChannelManager``):
 requests go to the node the metadata quorum names as its leader, and one that answers
 NOT_CONTROLLER, or cannot be reached, is asked again once the quorum names another,
-until the request's deadline. The leader and its controller listener come from this
-node's own replica of the metadata log (a voter's, or an observer's), so a broker never
-needs more than the quorum's configuration to find its controller.
+until the request's deadline. A client's admin request that went out and timed out is not
+sent again (the controller may have applied it): Kafka's brokers answer REQUEST_TIMED_OUT.
+The leader and its controller listener come from this node's own replica of the metadata
+log (a voter's, or an observer's), so a broker never needs more than the quorum's
+configuration to find its controller.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 
-from millpond.controller.peer_channel import PeerChannel, PeerUnreachableError
+from millpond.controller.peer_channel import PeerChannel, PeerTimeoutError, PeerUnreachableError
 from millpond.wire import Message
 from millpond.wire.errors import ErrorCode
 
@@ -59,10 +61,14 @@ class ControllerLink:
         build: Callable[[int], Message],
         error_of: Callable[[Message], int],
         timeout_ms: int,
+        *,
+        once_sent: bool = False,
     ) -> Message:
         """The active controller's answer to ``build(version)``: asked again while no node
         is active or the one asked answers NOT_CONTROLLER (``error_of`` reads its code),
-        for ``timeout_ms`` at most. :class:`ControllerUnavailableError` after that."""
+        for ``timeout_ms`` at most. :class:`ControllerUnavailableError` after that.
+        ``once_sent``: a request the controller may not apply twice (a client's admin
+        request) is not sent again after it went out unanswered."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         why = "the metadata quorum has no leader"
@@ -72,6 +78,14 @@ class ControllerLink:
                 try:
                     response, _ = await self._peers.send(leader, api_key, build)
                 except PeerUnreachableError as exc:
+                    if once_sent and isinstance(exc, PeerTimeoutError):
+                        # Sent and not answered: the controller may have applied it, so
+                        # it is not sent again (Kafka's forwarding: REQUEST_TIMED_OUT).
+                        raise ControllerUnavailableError(
+                            f"node {leader}, the active controller, did not answer in time"
+                            f" ({exc}); it may have applied the request, so check before"
+                            " sending it again"
+                        ) from None
                     why = str(exc)
                 else:
                     if error_of(response) != ErrorCode.NOT_CONTROLLER:

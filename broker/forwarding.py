@@ -10,7 +10,8 @@ AlterConfigs, IncrementalAlterConfigs, UpdateFeatures) are the controller's to a
   active controller in an Envelope (Kafka's forwarding, KIP-590): the client's request
   frame, principal and address, answered with the controller's response as it is. While
   no controller answers, the client gets REQUEST_TIMED_OUT once ``request.timeout.ms``
-  has passed.
+  has passed; so it does at once when the controller took the Envelope and did not
+  answer within ``controller.quorum.request.timeout.ms``, since it may have applied it.
 - DescribeQuorum, which only the quorum's leader answers, goes on to the active
   controller from such a broker listener too.
 - On a single node, the controller beside the broker answers directly.
@@ -97,7 +98,11 @@ async def _forward(broker: BrokerServer, ctx: RequestContext, request: Any) -> M
     timeout_ms = broker.config.get_int("request.timeout.ms", 30_000)
     try:
         answer = await link.send(
-            ENVELOPE, lambda _version: envelope, lambda r: getattr(r, "error_code", 0), timeout_ms
+            ENVELOPE,
+            lambda _version: envelope,
+            lambda r: getattr(r, "error_code", 0),
+            timeout_ms,
+            once_sent=True,
         )
     except ConnectionError as exc:
         return _refusal(ctx, request, ErrorCode.REQUEST_TIMED_OUT, str(exc))

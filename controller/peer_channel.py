@@ -24,7 +24,7 @@ from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
 from millpond.wire.generated.api.api_versions_response import ApiVersionsResponse
 
-__all__ = ["PeerChannel", "PeerUnreachableError", "pick_version"]
+__all__ = ["PeerChannel", "PeerTimeoutError", "PeerUnreachableError", "pick_version"]
 
 _log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
@@ -33,6 +33,11 @@ API_VERSIONS = 18
 
 class PeerUnreachableError(ConnectionError):
     """No answer from a peer: cannot connect, connection lost, bad answer, or timeout."""
+
+
+class PeerTimeoutError(PeerUnreachableError):
+    """The request went out and no answer came in time: the peer may have acted on it,
+    so resending it is safe only for requests that may be applied twice."""
 
 
 def pick_version(ours: tuple[int, int], theirs: tuple[int, int] | None) -> int | None:
@@ -99,6 +104,7 @@ class PeerChannel:
         # One exchange at a time per peer, connecting included: a request the core gave up
         # on may still be under way when it sends the next one.
         lock = self._locks.setdefault(node_id, asyncio.Lock())
+        sent = False
         try:
             async with asyncio.timeout(self._timeout), lock:
                 connection = await self._connection(node_id)
@@ -109,12 +115,22 @@ class PeerChannel:
                         f"node {node_id} does not speak {name} in a version this node"
                         f" does ({self._versions[api_key]} here, {theirs} there)"
                     )
+                sent = True
                 frame = await connection.roundtrip(build(version), version, self._client_id)
                 return decode_response(frame, api_key, version)[1], version
         except (PeerUnreachableError, asyncio.CancelledError):
             self._drop(node_id)  # an exchange cut halfway leaves the socket unusable
             raise
-        except (OSError, EOFError, DecodeError, TimeoutError) as exc:
+        except TimeoutError:
+            self._drop(node_id)
+            if sent:
+                raise PeerTimeoutError(
+                    f"{name} to node {node_id}: no answer within {self._timeout * 1000:.0f} ms"
+                ) from None
+            raise PeerUnreachableError(
+                f"{name} to node {node_id}: not connected within {self._timeout * 1000:.0f} ms"
+            ) from None
+        except (OSError, EOFError, DecodeError) as exc:
             self._drop(node_id)
             raise PeerUnreachableError(
                 f"{name} to node {node_id}: {exc or type(exc).__name__}"

@@ -66,7 +66,8 @@ from millpond.controller.image import (
     MetadataImage,
 )
 from millpond.controller.image_records import image_records
-from millpond.controller.metadata_log import replay_batch, snapshot_image
+from millpond.controller.metadata_log import snapshot_image
+from millpond.controller.metadata_replay import MetadataReplayer
 from millpond.controller.raft.client import (
     LeaderAndEpoch,
     LoadedSnapshot,
@@ -75,10 +76,15 @@ from millpond.controller.raft.client import (
 )
 from millpond.controller.raft.keys import OffsetAndEpoch
 from millpond.controller.raft.node import NotLeaderError
-from millpond.controller.record_serde import ApiMessageAndVersion, encode_metadata_record
+from millpond.controller.record_serde import (
+    ApiMessageAndVersion,
+    encode_metadata_record,
+    with_version,
+)
 from millpond.controller.results import ApiError, ControllerResult, NotControllerError
 from millpond.controller.snapshot_schedule import SnapshotSchedule, SnapshotTriggers
 from millpond.storage.clock import Clock
+from millpond.wire.generated.metadata.abort_transaction_record import AbortTransactionRecord
 from millpond.wire.records import RecordBatch
 
 if TYPE_CHECKING:
@@ -152,6 +158,8 @@ class QuorumController:
         self._contact: dict[int, int] = {}
         self._active_since = 0
         self._snapshots = SnapshotSchedule(config.snapshots, clock.monotonic_ms())
+        #: Holds a metadata transaction's records until it ends.
+        self._replayer = MetadataReplayer()
         #: The append time of the last committed batch (a snapshot's header keeps it).
         self._last_timestamp = -1
         raft.register(self)
@@ -199,7 +207,7 @@ class QuorumController:
         else:
             delta = MetadataDelta(self._committed)
             for batch in batches:
-                replay_batch(delta, batch)
+                self._replayer.replay(delta, batch)
             self._publish_replayed(delta)
         self.maybe_snapshot()
 
@@ -221,6 +229,7 @@ class QuorumController:
         delta.skipped = skipped
         self._last_timestamp = snapshot.last_contained_timestamp
         self._snapshots.reset(self._clock.monotonic_ms())
+        self._replayer.abandon()  # a snapshot ends before any transaction it is beside
         self._publish_replayed(delta)
 
     # -- snapshots ---------------------------------------------------------------------------
@@ -263,6 +272,15 @@ class QuorumController:
         self._sessions.clear()
         self._contact.clear()
         self._active_since = self._clock.monotonic_ms()
+        if self._replayer.in_transaction:
+            # The previous controller left a metadata transaction open: it never ends
+            # now, so it is aborted, as Kafka's new active controller does.
+            start = self._replayer.transaction_start
+            self._replayer.abandon()
+            abort = AbortTransactionRecord(reason="the active controller changed")
+            self._commit(ControllerResult((with_version(abort),), None))
+            _log.info("node %d: aborted the metadata transaction from offset %d",
+                      self.config.node_id, start)  # fmt: skip
         if feature_control.METADATA_VERSION not in self._image.features:
             # A fresh log (or one whose bootstrap never committed): write the bootstrap.
             records = [

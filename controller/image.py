@@ -37,6 +37,7 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from millpond.wire.generated.metadata.abort_transaction_record import AbortTransactionRecord
 from millpond.wire.generated.metadata.broker_registration_change_record import (
     BrokerRegistrationChangeRecord,
 )
@@ -463,7 +464,7 @@ class MetadataDelta:
     def _producer_ids(self, r: ProducerIdsRecord) -> None:
         self._next_producer_id = r.next_producer_id
 
-    def _no_op(self, r: NoOpRecord) -> None:
+    def _no_op(self, r: NoOpRecord | AbortTransactionRecord) -> None:
         del r
 
     # -- result ----------------------------------------------------------------------------
@@ -514,6 +515,9 @@ _HANDLERS: dict[type[Message], Any] = {
     UnregisterControllerRecord: MetadataDelta._unregister_controller,
     ProducerIdsRecord: MetadataDelta._producer_ids,
     NoOpRecord: MetadataDelta._no_op,
+    # Metadata transactions are the replayer's (metadata_replay); what reaches an image
+    # is an active controller's own abort of one its predecessor left open.
+    AbortTransactionRecord: MetadataDelta._no_op,
 }
 
 

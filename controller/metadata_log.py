@@ -18,8 +18,8 @@ Start-up always recovers the whole log (CRC checks, a torn tail cut): the metada
 kept small by its snapshots (``.checkpoint`` files beside the segments, Kafka's format)
 and by the retention that deletes the log before them (:class:`MetadataLogConfig`).
 
-:func:`replay_batch` turns one batch into image changes, the one replay shared by the
-active controller's restart, a standby controller and a broker following the log.
+:func:`read_image` is what a tool reading a data directory sees: the latest snapshot and
+the log after it, replayed (:mod:`~millpond.controller.metadata_replay`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from millpond.controller.image import MetadataDelta, MetadataImage
+from millpond.controller.metadata_replay import MetadataReplayer
 from millpond.controller.raft.client import RaftClient
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.kafka_log import KafkaRaftLog, MetadataRetention
@@ -36,47 +37,29 @@ from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, Vot
 from millpond.controller.raft.node import RaftNode
 from millpond.controller.raft.quorum_state import FileElectionStore
 from millpond.controller.raft.snapshots import MAX_BATCH_BYTES
-from millpond.controller.record_serde import (
-    MetadataParseError,
-    UnknownMetadataRecordError,
-    decode_metadata_record,
-)
 from millpond.storage.clock import Clock
 from millpond.storage.config import LogConfig
 from millpond.storage.fs import FileSystem, join
 from millpond.storage.leader_epochs import LeaderEpochCache
 from millpond.storage.log import Log
 from millpond.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
-from millpond.wire.exceptions import DecodeError
-from millpond.wire.records import ControlRecordType, RecordBatch, parse_control_key
+from millpond.wire.records import RecordBatch
 
 __all__ = [
     "METADATA_PARTITION_DIR",
     "METADATA_TOPIC",
     "MetadataLogConfig",
-    "MetadataLogError",
     "ReplayResult",
     "metadata_log_config",
     "open_metadata_log",
     "open_raft_client",
     "read_image",
-    "replay_batch",
     "replay_batches",
     "snapshot_image",
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
-#: Control records that only move the offset (and the epoch) of the image.
-_CONTROL_TYPES = {
-    ControlRecordType.LEADER_CHANGE,
-    ControlRecordType.KRAFT_VERSION,
-    ControlRecordType.KRAFT_VOTERS,
-}
-
-
-class MetadataLogError(Exception):
-    """The metadata log holds something that is not a metadata log (bad framing)."""
 
 
 class MetadataLogConfig(NamedTuple):
@@ -174,34 +157,6 @@ def open_raft_client(
     return RaftClient(node, log)
 
 
-def replay_batch(delta: MetadataDelta, batch: RecordBatch) -> None:
-    """Replay one committed batch into ``delta``; control batches only move its offset.
-    :class:`MetadataLogError` for a batch or record that cannot be a metadata log's."""
-    epoch = batch.partition_leader_epoch
-    try:
-        records = list(batch.records())
-    except DecodeError as exc:
-        raise MetadataLogError(f"batch at offset {batch.base_offset}: {exc}") from None
-    if batch.is_control:
-        for record in records:
-            key = parse_control_key(record.key)
-            if key.type not in _CONTROL_TYPES:
-                delta.skip(f"control record type {key.type}")
-        delta.set_offset(batch.last_offset, epoch)
-        return
-    for record in records:
-        try:
-            decoded = decode_metadata_record(record.value)
-        except UnknownMetadataRecordError as exc:
-            delta.skip(str(exc))
-            delta.set_offset(record.offset, epoch)
-            continue
-        except MetadataParseError as exc:
-            raise MetadataLogError(f"record at offset {record.offset}: {exc}") from None
-        delta.replay(decoded.message, record.offset, epoch)
-    delta.set_offset(batch.last_offset, epoch)
-
-
 class ReplayResult(NamedTuple):
     image: MetadataImage
     #: Records skipped with a warning (unknown or irrelevant types).
@@ -209,9 +164,12 @@ class ReplayResult(NamedTuple):
 
 
 def replay_batches(base: MetadataImage, batches: Iterable[RecordBatch]) -> ReplayResult:
+    """``base`` with ``batches`` replayed; a transaction still open at the end is left
+    out (as a reader of the log would see it)."""
     delta = MetadataDelta(base)
+    replayer = MetadataReplayer()
     for batch in batches:
-        replay_batch(delta, batch)
+        replayer.replay(delta, batch)
     return ReplayResult(delta.apply(), delta.skipped)
 
 
@@ -220,8 +178,9 @@ def snapshot_image(
 ) -> ReplayResult:
     """The image a snapshot's data batches describe, as of its last contained offset."""
     delta = MetadataDelta(MetadataImage.empty(cluster_id))
+    replayer = MetadataReplayer()
     for batch in batches:
-        replay_batch(delta, batch)
+        replayer.replay(delta, batch)
     delta.set_offset(snapshot_id.offset - 1, snapshot_id.epoch)
     return ReplayResult(delta.apply(), delta.skipped)
 

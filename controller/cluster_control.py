@@ -36,6 +36,7 @@ from millpond.controller.image import (
     MetadataImage,
 )
 from millpond.controller.image_records import broker_record, controller_record
+from millpond.controller.partition_change import elect_leaderless
 from millpond.controller.record_serde import with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -199,7 +200,8 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 def set_fenced(
     image: MetadataImage, broker_id: int, broker_epoch: int, *, fenced: bool
 ) -> ControllerResult[ApiError]:
-    """Fence or unfence a broker (no record when it already is)."""
+    """Fence or unfence a broker (no record when it already is). Unfencing gives the
+    partitions left without a leader whose ISR holds the broker a leader again."""
     error = check_broker_epoch(image, broker_id, broker_epoch)
     if error.is_failure:
         return ControllerResult((), error)
@@ -208,7 +210,8 @@ def set_fenced(
     record = BrokerRegistrationChangeRecord(
         broker_id=broker_id, broker_epoch=broker_epoch, fenced=1 if fenced else -1
     )
-    return ControllerResult((with_version(record),), NO_ERROR)
+    elected = [] if fenced else elect_leaderless(image, broker_id)
+    return ControllerResult((with_version(record), *elected), NO_ERROR)
 
 
 class BrokerHeartbeatRequest(NamedTuple):

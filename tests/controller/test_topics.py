@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from millpond.controller.cluster_control import set_fenced
+from millpond.controller.image import apply
 from millpond.controller.replication_control import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -11,8 +13,9 @@ from millpond.controller.replication_control import (
     validate_topic_name,
 )
 from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
 
-from .helpers import CLUSTER_ID, mem_fs, open_controller, running_node
+from .helpers import CLUSTER_ID, NODE_ID, mem_fs, open_controller, running_node
 
 
 def create_one(topic: CreatableTopic, *, validate_only: bool = False) -> tuple[int, str | None]:
@@ -420,3 +423,26 @@ def test_create_partitions_for_more_than_10_000_topics_fails_whole() -> None:
     }
     topic = controller.image.topic("t")
     assert topic is not None and len(topic.partitions) == 1
+
+
+def test_unfencing_a_broker_gives_its_leaderless_partitions_a_leader_again() -> None:
+    """As Kafka's controller does after a broker's clean shutdown took its leadership
+    away: the broker's return makes it leader again of what it holds in its ISR."""
+    controller = running_node()
+    controller.create_topics([CreatableTopic("t", 2)])
+    image = controller.image
+    topic = image.topic("t")
+    assert topic is not None
+    # The broker shut down: fenced, and its partitions left without a leader.
+    epoch = image.brokers[NODE_ID].broker_epoch
+    for record in set_fenced(image, NODE_ID, epoch, fenced=True).records:
+        image = apply(image, record.message)
+    image = apply(image, PartitionChangeRecord(topic_id=topic.topic_id, partition_id=0, leader=-1))
+    assert image.topic("t").partitions[0].leader == -1  # type: ignore[union-attr]
+    unfenced = set_fenced(image, NODE_ID, epoch, fenced=False)
+    for record in unfenced.records:
+        image = apply(image, record.message)
+    partitions = image.topic("t").partitions  # type: ignore[union-attr]
+    assert partitions[0].leader == NODE_ID and partitions[0].leader_epoch == 2
+    assert partitions[1].leader == NODE_ID and partitions[1].leader_epoch == 0  # untouched
+    assert len(unfenced.records) == 2  # the unfencing and one election

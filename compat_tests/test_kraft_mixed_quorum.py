@@ -26,10 +26,11 @@ from compat_tests.kafka.reference import (
 )
 from millpond.controller.image import MetadataImage
 from millpond.controller.metadata_log import open_metadata_log, read_image
+from millpond.local_cluster import node_properties
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from tests.cluster import rig
-from tests.cluster.rig import Node, live_brokers, node_props, quorum_leader
+from tests.cluster.rig import Node, live_brokers, quorum_leader
 
 pytestmark = pytest.mark.compat
 
@@ -113,7 +114,7 @@ class Quorum:
         self.nodes = {
             i: Node(
                 i, "broker,controller", None, "127.0.0.1", root / f"m{i}", root / f"m{i}.log",
-                [f"{k}={v}" for k, v in node_props(
+                [f"{k}={v}" for k, v in node_properties(
                     i, "broker,controller", "127.0.0.1", self.ports[i], voters, root / f"m{i}",
                     {"broker.session.timeout.ms": SESSION_MS, "broker.heartbeat.interval.ms": 500},
                 ).items()],

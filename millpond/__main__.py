@@ -14,7 +14,7 @@ import sys
 
 from millpond import __version__
 
-BUILT_IN = ("serve", "ping", "storage")
+BUILT_IN = ("serve", "ping", "storage", "local-cluster")
 """Commands of this module: their parser is built without the tools' (millpond.cli), whose
 imports would add about 6% to a broker's start-up."""
 
@@ -44,9 +44,10 @@ def _parser(tools: bool = True) -> argparse.ArgumentParser:
     ping = commands.add_parser("ping", help="ask a broker for its API versions (a health check)")
     ping.add_argument("--bootstrap-server", default="localhost:9092", metavar="HOST:PORT")
     ping.add_argument("--timeout-ms", type=int, default=5000)
-    from millpond import storage_tool
+    from millpond import local_cluster, storage_tool
 
     storage_tool.register(commands)
+    local_cluster.register(commands)
     if tools:
         from millpond import cli
 
@@ -176,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_serve(args.config, args.override, args.trace))
     if args.command == "ping":
         return _ping(args.bootstrap_server, args.timeout_ms)
+    if args.command == "local-cluster":
+        from millpond import local_cluster
+
+        return local_cluster.run(args)
     return 2
 
 

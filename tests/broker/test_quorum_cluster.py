@@ -17,11 +17,12 @@ import pytest
 
 from millpond.broker.config import ConfigError, build_config
 from millpond.broker.node import Broker
+from millpond.local_cluster import node_properties
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from millpond.storage.log_dirs import ensure_meta_properties
 from tests.cluster import rig
-from tests.cluster.rig import describe_quorum, node_props
+from tests.cluster.rig import describe_quorum
 
 CLUSTER_ID = "cXVvcnVtLWNsdXN0ZXItdA"
 #: node id -> process.roles: voters 1-3 with the broker role, and node 4 a broker only.
@@ -69,7 +70,7 @@ class Cluster:
     def props(self, node_id: int) -> dict[str, str]:
         voters = ",".join(f"{i}@{host_of(i)}:{self.ports[i][1]}" for i in self.voters)
         data_dir = self.root / str(node_id)
-        return node_props(
+        return node_properties(
             node_id, self.roles[node_id], host_of(node_id), self.ports[node_id], voters,
             data_dir, TIMERS,
         )  # fmt: skip

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
+from millpond.local_cluster import node_properties
 from millpond.wire import Message, RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api import describe_quorum_request as dq
 from millpond.wire.generated.api.describe_quorum_response import DescribeQuorumResponse
@@ -202,45 +203,13 @@ class Node:
             self._log = None
 
 
-def node_props(
-    node_id: int,
-    roles: str,
-    host: str,
-    ports: tuple[int, int],
-    voters: str,
-    data_dir: Path,
-    timers: Mapping[str, object],
-) -> dict[str, str]:
-    """A node's configuration: ``roles`` on ``host``, its broker listener on
-    ``ports[0]`` and its controller listener on ``ports[1]`` (where the roles have them),
-    one of the cluster whose quorum is ``voters``."""
-    listeners = []
-    if "broker" in roles:
-        listeners.append(f"PLAINTEXT://{host}:{ports[0]}")
-    if "controller" in roles:
-        listeners.append(f"CONTROLLER://{host}:{ports[1]}")
-    props = {
-        "node.id": str(node_id),
-        "process.roles": roles,
-        "listeners": ",".join(listeners),
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.quorum.voters": voters,
-        "log.dirs": str(data_dir),
-        **{k: str(v) for k, v in timers.items()},
-    }
-    if "broker" in roles:
-        props["advertised.listeners"] = f"PLAINTEXT://{host}:{ports[0]}"
-    return props
-
-
 def node_overrides(
     node_id: int, roles: str, voters: str, data_dir: Path, timers: Mapping[str, object]
 ) -> list[str]:
     """``--override`` values for a node of the rig (its own address, the usual ports)."""
     address = Network.address(node_id)
     ports = (BROKER_PORT, CONTROLLER_PORT)
-    props = node_props(node_id, roles, address, ports, voters, data_dir, timers)
+    props = node_properties(node_id, roles, address, ports, voters, data_dir, timers)
     return [f"{k}={v}" for k, v in props.items()]
 
 

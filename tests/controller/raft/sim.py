@@ -1,7 +1,8 @@
 """A seeded, deterministic simulation of the KRaft quorum: faults in, invariants checked.
 
 Everything comes from one ``random.Random(seed)``: message delays, drops, duplicates,
-partitions (both ways and one way), kills (the unflushed log tail is lost), wipes (a node
+partitions (both ways and one way, silent as a dropped packet), kills (the unflushed log
+tail is lost, and a request to a dead node is refused at once), wipes (a node
 comes back with an empty disk and a new directory id, and an operator replaces its voter
 entry as KIP-853 has it), clock skew, voters added and removed. Time is virtual and
 events run one at a time from a priority queue, so a seed replays exactly. After every
@@ -313,8 +314,20 @@ class Simulation:
         node = self.nodes[dst]
         raft = node.raft
         if raft is None:
+            if not response and src != OPERATOR:
+                # A dead process refuses the connection: the sender hears so at once (a
+                # cut link, by contrast, is silence until the request times out).
+                delay = self.rng.randint(*self.delay)
+                self.at(self.now + delay, lambda: self._refused(src, dst, correlation))
             return
         raft.handle(node.local(self.now), src, correlation, message, is_response=response)
+        self._after_node(node)
+
+    def _refused(self, src: int, dst: int, correlation: int) -> None:
+        node = self.nodes[src]
+        if node.raft is None:
+            return
+        node.raft.unreachable(node.local(self.now), dst, correlation)
         self._after_node(node)
 
     def _maybe_snapshot(self, node: SimNode) -> None:

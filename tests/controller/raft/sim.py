@@ -377,8 +377,26 @@ class Simulation:
         raft = node.raft
         assert raft is not None
         request: Message | None = None
-        for voter in raft.voters:
-            if voter.key.id not in self.desired or voter.key != self.nodes[voter.key.id].key:
+
+        def whole(v: Voter) -> bool:
+            return v.key == self.nodes[v.key.id].key
+
+        # Wiped voters go first; a whole one only while the voters left whole after it
+        # stay a majority (else the set could never change again: an operator error).
+        stale = [v for v in raft.voters if not whole(v)]
+        unwanted = [v for v in raft.voters if whole(v) and v.key.id not in self.desired]
+
+        def caught_up(v: Voter) -> bool:
+            return self.nodes[v.key.id].log.end_offset >= raft.log.end_offset
+
+        for voter in [*stale, *unwanted]:
+            left = [w for w in raft.voters if w.key != voter.key]
+            if voter.key == raft.key and not all(map(caught_up, left)):
+                # The leader removing itself leads on until the change commits; should it
+                # die first, voters that lack its log can never outvote it. An operator
+                # (kafka-metadata-quorum describe --replication) waits for them.
+                continue
+            if not whole(voter) or sum(map(whole, left)) > len(left) // 2:
                 request = RemoveVoterRequest("sim", voter.key)
                 break
         if request is None:
@@ -441,11 +459,13 @@ class Simulation:
         self.at(self.now + self.rng.randint(20, 400), lambda: self._restart(node))
 
     def _maybe_wipe(self, node_id: int) -> None:
-        """Wipe a node only if, in every voter set any node holds, the voters left whole
+        """Wipe a node only if, in every voter set any node holds or logs, the voters left whole
         are still a majority: losing the disks of a majority loses committed data in any
         Raft, and a set left without a whole majority can never change again."""
         views = [self.bootstrap_voters]
         views += [n.raft.voters for n in self.nodes if n.raft is not None]
+        # Any voter set in any log, a dead node's too, may be the one in force later.
+        views += [voters for n in self.nodes for _, voters in n.log.voter_history()]
         for voters in views:
             whole = sum(
                 1 for v in voters if v.key.id != node_id and self.nodes[v.key.id].key == v.key

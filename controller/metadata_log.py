@@ -186,11 +186,12 @@ def snapshot_image(
 
 
 def read_image(log: KafkaRaftLog, base: MetadataImage, end: int | None = None) -> ReplayResult:
-    """``base`` (or the latest snapshot, if it is newer) with every batch of ``log``
-    after it replayed, up to ``end`` (the log end by default): what a tool reading a data
-    directory sees."""
+    """``base`` (or the latest snapshot up to ``end``, if it is newer) with every batch of
+    ``log`` after it replayed, up to ``end`` (the log end by default): what a tool reading
+    a data directory sees."""
     skipped = 0
-    latest = log.latest_snapshot()
+    usable = [s for s in log.snapshots() if end is None or s.offset <= end]
+    latest = usable[-1] if usable else None
     if latest is not None and latest.offset - 1 > base.offset:
         base, skipped = snapshot_image(
             base.cluster_id, latest, log.snapshot_contents(latest).batches

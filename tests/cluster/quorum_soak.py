@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from millpond.controller.image import MetadataImage
-from millpond.controller.metadata_log import open_metadata_log, read_image, snapshot_image
+from millpond.controller.metadata_log import (
+    open_metadata_log,
+    read_image,
+    replay_batches,
+    snapshot_image,
+)
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 
@@ -191,9 +196,17 @@ def check_snapshots(nodes: dict[int, Node], logs: dict[int, list[Any]]) -> list[
             finally:
                 theirs.log.close()
             loaded = snapshot_image(CLUSTER_ID, latest, contents.batches).image
-            replayed = read_image(log, MetadataImage.empty(CLUSTER_ID), end=latest.offset)
+            # The log alone, from offset 0: no snapshot of its own node in between.
+            replayed = replay_batches(
+                MetadataImage.empty(CLUSTER_ID), log.batches(0, latest.offset)
+            )
             if loaded != replayed.image:
-                violations.append(f"node {i}: snapshot {latest} is not node {full}'s log")
+                differ = [
+                    f for f in loaded._fields if getattr(loaded, f) != getattr(replayed.image, f)
+                ]
+                violations.append(
+                    f"node {i}: snapshot {latest} is not node {full}'s log (differ: {differ})"
+                )
     finally:
         log.log.close()
     return violations

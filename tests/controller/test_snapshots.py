@@ -8,10 +8,12 @@ import random
 import pytest
 
 from millpond.controller.controller import ControllerConfig, QuorumController
+from millpond.controller.image import MetadataImage
 from millpond.controller.image_records import image_records
 from millpond.controller.metadata_log import (
     METADATA_PARTITION_DIR,
     MetadataLogConfig,
+    read_image,
     snapshot_image,
 )
 from millpond.controller.raft.kafka_log import MetadataRetention
@@ -224,3 +226,17 @@ def test_an_observer_joining_late_installs_the_leaders_snapshot() -> None:
     assert observer_raft.log.start_offset == second.offset
     assert observer.committed_image == leader.committed_image
     assert observer.committed_image.topic("after-second") is not None
+
+
+def test_reading_up_to_an_offset_uses_no_snapshot_past_it() -> None:
+    fs = mem_fs()
+    controller = running_node(fs, snapshots=NEVER)
+    create(controller, "first")
+    at_first = controller.committed_image
+    first = controller.maybe_snapshot(force=True)
+    create(controller, "second")
+    assert controller.maybe_snapshot(force=True) is not None
+    assert first is not None
+    log = controller.raft.log
+    image = read_image(log, MetadataImage.empty(CLUSTER_ID), end=first.offset).image
+    assert image == at_first and image.topic("second") is None

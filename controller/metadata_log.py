@@ -108,7 +108,11 @@ def open_metadata_log(
         had_clean_shutdown=False,
         leader_epochs=LeaderEpochCache(fs, join(directory, LEADER_EPOCH_CHECKPOINT_FILE)),
     )
-    return KafkaRaftLog(log, clock, kraft_version, retention=settings.retention)
+    try:
+        return KafkaRaftLog(log, clock, kraft_version, retention=settings.retention)
+    except BaseException:
+        log.close()
+        raise
 
 
 def open_raft_client(

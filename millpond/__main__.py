@@ -92,6 +92,8 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
     from millpond.broker.config import ConfigError, load_config
     from millpond.broker.dir_lock import DataDirLockedError
     from millpond.broker.node import Broker
+    from millpond.controller.metadata_replay import MetadataLogError
+    from millpond.controller.raft.snapshots import SnapshotFormatError
 
     log = logging.getLogger("millpond")
     try:
@@ -120,6 +122,15 @@ async def _serve(config_path: str | None, overrides: list[str], trace: str | Non
             tracer.close()
         sys.stderr.write(f"millpond: {exc}\n")
         return 2
+    except (MetadataLogError, SnapshotFormatError) as exc:
+        if tracer is not None:
+            tracer.close()
+        sys.stderr.write(
+            f"millpond: the metadata log cannot be read: {exc}; restore the directory from a"
+            " copy, or (in a cluster of several) empty it and let the node fetch the"
+            " metadata from the leader\n"
+        )
+        return 1
     from millpond.broker.broker_server import RegistrationError
 
     try:

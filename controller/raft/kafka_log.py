@@ -142,8 +142,7 @@ class KafkaRaftLog:
         if self.start_offset > 0 and (latest is None or latest.offset < self.start_offset):
             raise SnapshotFormatError(
                 f"the metadata log in {log.directory} starts at offset {self.start_offset},"
-                " but no snapshot reaches that far (were .checkpoint files removed?); restore"
-                " them, or empty the directory and let this node fetch from the leader"
+                " but no snapshot reaches that far (were .checkpoint files removed?)"
             )
 
     @property

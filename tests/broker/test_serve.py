@@ -21,7 +21,7 @@ def _free_port() -> int:
         return port
 
 
-def _serve(data: Path, port: int) -> subprocess.Popen[str]:
+def _serve(data: Path, port: int, *overrides: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -32,6 +32,7 @@ def _serve(data: Path, port: int) -> subprocess.Popen[str]:
             f"log.dirs={data}",
             "--override",
             f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            *(arg for o in overrides for arg in ("--override", o)),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -184,3 +185,22 @@ def test_a_broker_whose_quorum_never_answers_stops_saying_so(tmp_path: Path) -> 
     assert result.returncode == 1
     assert "millpond: broker 4 could not register: no active controller answered" in (result.stderr)
     assert "controller.quorum.voters" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_corrupt_metadata_snapshot_stops_the_start_saying_so(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _serve(tmp_path, port, "metadata.log.max.record.bytes.between.snapshots=1")
+    assert proc.stdout is not None
+    assert "listening on" in proc.stdout.readline()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    snapshots = sorted((tmp_path / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert snapshots, "no snapshot written"
+    data = bytearray(snapshots[-1].read_bytes())
+    data[-1] ^= 0xFF  # the footer batch no longer matches its CRC
+    snapshots[-1].write_bytes(bytes(data))
+    again = _serve(tmp_path, port)
+    out, err = again.communicate(timeout=30)
+    assert again.returncode == 1, out + err
+    assert "the metadata log cannot be read" in err and "fails its CRC" in err, err
+    assert "Traceback" not in err

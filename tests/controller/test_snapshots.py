@@ -13,6 +13,7 @@ from millpond.controller.image_records import image_records
 from millpond.controller.metadata_log import (
     METADATA_PARTITION_DIR,
     MetadataLogConfig,
+    open_metadata_log,
     read_image,
     snapshot_image,
 )
@@ -240,3 +241,20 @@ def test_reading_up_to_an_offset_uses_no_snapshot_past_it() -> None:
     log = controller.raft.log
     image = read_image(log, MetadataImage.empty(CLUSTER_ID), end=first.offset).image
     assert image == at_first and image.topic("second") is None
+
+
+def test_a_log_cut_before_its_missing_snapshot_is_refused() -> None:
+    fs = mem_fs()
+    controller = running_node(fs, log_config=TIGHT, snapshots=NEVER)
+    for i in range(20):
+        create(controller, f"t{i}")
+    controller.maybe_snapshot(force=True)
+    create(controller, "more")
+    assert controller.maybe_snapshot(force=True) is not None
+    assert controller.raft.log.start_offset > 0
+    controller.close()
+    directory = join(LOG_DIR, METADATA_PARTITION_DIR)
+    for name in snapshot_files(fs):
+        fs.remove(join(directory, name))
+    with pytest.raises(SnapshotFormatError, match="no snapshot reaches"):
+        open_metadata_log(fs, LOG_DIR, ManualClock())

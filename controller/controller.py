@@ -249,9 +249,9 @@ class QuorumController:
             )
         except OSError as exc:
             _log.error("node %d: writing a metadata snapshot failed: %s", self.config.node_id, exc)
-            self._snapshots.reset(now)
             return None
-        self._snapshots.reset(now)
+        finally:
+            self._snapshots.reset(now)
         self._raft.clean()
         return snapshot_id
 

@@ -476,22 +476,20 @@ class KafkaRaftLog:
         """Kafka's metadata log retention: while the log and its snapshots exceed
         ``metadata.max.retention.bytes``, or the oldest snapshot covers records older
         than ``metadata.max.retention.ms`` (:attr:`retention`; below 1 and below 0 turn
-        each off), drop
-        the oldest snapshot and start the log at the next one, never past the latest
-        snapshot or the high watermark. The segments wholly before the new log start go.
-        True if the log start moved."""
+        each off), drop the oldest snapshot and start the log at the next one, never past
+        the latest snapshot or the high watermark. The segments wholly before the new log
+        start go. True if the log start moved."""
         retention_bytes, retention_ms = self.retention
         now = self._clock.now_ms()
         moved = False
         ordered = self.snapshots()
-        total = sum(self._snapshots.values())
         for snapshot, following in zip(ordered, ordered[1:], strict=False):
-            expired = (retention_bytes >= 1 and self._log.size + total > retention_bytes) or (
+            size = self._log.size + sum(self._snapshots.values())
+            expired = (retention_bytes >= 1 and size > retention_bytes) or (
                 retention_ms >= 0 and now - self.snapshot_timestamp(snapshot) > retention_ms
             )
             if not expired or not self._delete_before(following, high_watermark):
                 break
-            total -= self._snapshots.get(snapshot, 0)
             moved = True
         return moved
 

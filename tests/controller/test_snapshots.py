@@ -258,3 +258,29 @@ def test_a_log_cut_before_its_missing_snapshot_is_refused() -> None:
         fs.remove(join(directory, name))
     with pytest.raises(SnapshotFormatError, match="no snapshot reaches"):
         open_metadata_log(fs, LOG_DIR, ManualClock())
+
+
+def _three_snapshots() -> QuorumController:
+    log_config = MetadataLogConfig(segment_bytes=2048, retention=MetadataRetention(-1, -1))
+    controller = running_node(mem_fs(), clock=ManualClock(), log_config=log_config, snapshots=NEVER)
+    for round_ in range(3):
+        for i in range(10):
+            create(controller, f"r{round_}-{i}")
+        assert controller.maybe_snapshot(force=True) is not None
+    return controller
+
+
+def test_size_retention_drops_only_the_snapshots_it_must() -> None:
+    # What the log and the snapshots weigh once the oldest snapshot (and the log before
+    # the next) is gone, measured on one node; an identical node held to that size keeps
+    # the other two snapshots.
+    measured = _three_snapshots()
+    log = measured.raft.log
+    oldest, middle, latest = log.snapshots()
+    log._delete_before(middle, measured.raft.high_watermark)
+    fits = log.log.size + sum(log.snapshot_size(s) or 0 for s in log.snapshots())
+    kept = _three_snapshots().raft
+    assert kept.log.snapshots() == [oldest, middle, latest]
+    kept.log.retention = MetadataRetention(max_bytes=fits, max_ms=-1)
+    assert kept.log.clean(kept.high_watermark)
+    assert kept.log.snapshots() == [middle, latest]

@@ -13,8 +13,9 @@ what to set instead:
   quorum, serving controller listeners only).
 - ``controller.quorum.voters``: unset, or a static voter set that includes this node;
   with more than one voter, this node's entry is one of its controller listeners.
-- ``controller.quorum.bootstrap.servers``: unset, or entries naming this node's controller
-  listeners (by port), as Kafka's own ``config/server.properties`` sets it.
+- ``controller.quorum.bootstrap.servers``: the controllers of a dynamic quorum (KIP-853),
+  used when ``controller.quorum.voters`` is unset (setting both, with other nodes in
+  each, is refused: which one names the quorum would be a guess).
 - ``authorizer.class.name``: unset or empty (every request is allowed).
 - ``cordoned.log.dirs``: unset or empty (every log dir takes new partitions).
 - ``ssl.*`` and ``sasl.*`` (also under ``listener.name.NAME.``): not set at all.
@@ -33,12 +34,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 from millpond.broker.config_defs_listeners import Listener, strs
-from millpond.broker.quorum_config import parse_voters
+from millpond.broker.quorum_config import bootstrap_servers, parse_voters
 from millpond.storage.config_def import ConfigError, Value, to_kafka_string
 
 __all__ = ["check_supported"]
 
-_HOST_PORT = re.compile(r"\[?([^\[\]]*)\]?:([0-9]+)")
 _SECURITY = re.compile(r"(ssl|sasl)\.|listener\.name\.[^.]+\.(.+\.)?(ssl|sasl)\.")
 
 
@@ -64,19 +64,31 @@ def check_supported(
     controller_ports = {
         listener.port for listener in listeners if listener.name in controller_names
     }
+    others = bootstrap_servers(values, listeners, controller_names)
+    if voters and others:
+        raise ConfigError(
+            "controller.quorum.bootstrap.servers",
+            to_kafka_string(values["controller.quorum.bootstrap.servers"]),
+            "names other controllers while controller.quorum.voters names a static quorum;"
+            " set one of the two (voters for a static quorum, bootstrap servers for a "
+            "dynamic one)",
+        )
+    dynamic = not voters and bool(strs(values["controller.quorum.bootstrap.servers"]))
     if roles == {"broker"}:
-        _check_broker_only(node_id, voters, voters_text, controller_names, controller_ports)
-        if strs(values["controller.quorum.bootstrap.servers"]):
-            raise _refuse(
-                "controller.quorum.bootstrap.servers",
-                to_kafka_string(values["controller.quorum.bootstrap.servers"]),
-                "finds a broker-only node's quorum through controller.quorum.voters only",
-                "remove it and list the controllers in controller.quorum.voters",
-            )
+        _check_broker_only(
+            node_id, voters, voters_text, controller_names, controller_ports, dynamic=dynamic
+        )
         _check_security(values, static, listeners)
         return
+    if others and not controller_ports:
+        raise ConfigError(
+            "controller.listener.names",
+            ",".join(controller_names),
+            "a controller of a quorum of several serves its peers on a controller listener:"
+            " list one in listeners under a name of controller.listener.names",
+        )
     if roles == {"controller"}:
-        _check_controller_only(voters, voters_text, listeners, controller_names)
+        _check_controller_only(voters, voters_text, listeners, controller_names, dynamic=dynamic)
     if voters and node_id not in voters:
         raise ConfigError(
             "controller.quorum.voters",
@@ -92,17 +104,6 @@ def check_supported(
             " its controller listeners uses; list it in listeners under a name of "
             f"controller.listener.names ({', '.join(controller_names) or 'none set'})",
         )
-    servers = strs(values["controller.quorum.bootstrap.servers"])
-    for server in servers:
-        found = _HOST_PORT.fullmatch(server)
-        if found is None or int(found.group(2)) not in controller_ports:
-            raise _refuse(
-                "controller.quorum.bootstrap.servers",
-                ",".join(servers),
-                "runs only a quorum of this node alone",
-                "leave it unset or name this node's controller listener (one of "
-                f"controller.listener.names: {', '.join(controller_names) or 'none set'})",
-            )
     _check_security(values, static, listeners)
 
 
@@ -112,14 +113,18 @@ def _check_broker_only(
     voters_text: str,
     controller_names: Sequence[str],
     controller_ports: set[int],
+    *,
+    dynamic: bool,
 ) -> None:
-    """A broker-only node follows a quorum of other nodes, named by its voters."""
-    if not voters:
+    """A broker-only node follows a quorum of other nodes, named by its voters or found
+    through its bootstrap servers (``dynamic``)."""
+    if not voters and not dynamic:
         raise ConfigError(
             "controller.quorum.voters",
             voters_text,
             "a broker-only node (process.roles=broker) needs the quorum it follows: list "
-            "its controllers as ID@HOST:PORT",
+            "its controllers as ID@HOST:PORT, or set controller.quorum.bootstrap.servers "
+            "to them (HOST:PORT)",
         )
     if node_id in voters:
         raise ConfigError(
@@ -142,15 +147,18 @@ def _check_controller_only(
     voters_text: str,
     listeners: Sequence[Listener],
     controller_names: Sequence[str],
+    *,
+    dynamic: bool,
 ) -> None:
-    """A controller-only node is a voter of a quorum it serves on controller listeners
-    only."""
-    if not voters:
+    """A controller-only node is a voter (or a voter to be) of a quorum it serves on
+    controller listeners only."""
+    if not voters and not dynamic:
         raise ConfigError(
             "controller.quorum.voters",
             voters_text,
-            "a controller-only node (process.roles=controller) is a voter of a quorum of "
-            "several: list every voter as ID@HOST:PORT, this node among them",
+            "a controller-only node (process.roles=controller) is a voter of a quorum: "
+            "list every voter as ID@HOST:PORT, this node among them, or set "
+            "controller.quorum.bootstrap.servers (HOST:PORT) for a dynamic quorum",
         )
     others = [str(x) for x in listeners if x.name not in controller_names]
     if others:

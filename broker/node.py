@@ -11,9 +11,10 @@ share the data directory (one lock, one ``meta.properties`` cluster id).
 ``process.roles`` may be ``broker,controller`` (combined mode), ``broker`` or
 ``controller`` (which serves its controller listeners only). A combined node alone is the one
 voter of its quorum, and its broker role calls the controller beside it. As one voter of
-a quorum of several (``controller.quorum.voters``), and as a broker-only node (which
-follows the quorum's log as an observer and serves no controller listener), its broker
-role reaches the active controller over the network wherever it runs
+a quorum of several (static, ``controller.quorum.voters``, or dynamic, found through
+``controller.quorum.bootstrap.servers`` with its voters in the log), and as a
+broker-only node (which follows the quorum's log as an observer and serves no controller
+listener), its broker role reaches the active controller over the network wherever it runs
 (:mod:`~millpond.broker.remote_channel`) and forwards clients' admin requests there
 (:mod:`~millpond.broker.forwarding`). :class:`Broker` is the node: the broker role, plus
 its controller role beside it (:attr:`Broker.controller`, for tools and tests that drive
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from millpond.broker.broker_server import BrokerServer
@@ -33,19 +35,22 @@ from millpond.broker.control.clock import ControlledClock
 from millpond.broker.dir_lock import DirLock
 from millpond.broker.dispatch import Route
 from millpond.broker.handlers import ROUTES
-from millpond.broker.quorum_config import raft_config, static_voters
+from millpond.broker.quorum_config import bootstrap_servers, raft_config, static_voters
 from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
 from millpond.controller.controller_server import ControllerServer
-from millpond.controller.metadata_log import MetadataLogConfig
+from millpond.controller.feature_control import registered_features
+from millpond.controller.metadata_log import METADATA_PARTITION_DIR, MetadataLogConfig
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.kafka_log import MetadataRetention
-from millpond.controller.raft.keys import Endpoint, VoterSet
+from millpond.controller.raft.keys import BOOTSTRAP_SNAPSHOT, Endpoint, VoterSet
+from millpond.controller.raft.snapshots import snapshot_name
 from millpond.controller.snapshot_schedule import SnapshotTriggers
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.fs import FileSystem, OsFileSystem, join
+from millpond.storage.log_dirs import ensure_meta_properties
 from millpond.storage.uuids import as_uuid4
 
 if TYPE_CHECKING:
@@ -114,6 +119,7 @@ class Broker(BrokerServer):
         authorizer: Authorizer | None = None,
         raft: RaftClient | None = None,
         voters: VoterSet | None = None,
+        bootstrap_servers: Sequence[tuple[str, int]] = (),
         raft_config: RaftConfig | None = None,
     ) -> None:
         config = config or _config_of(
@@ -131,8 +137,13 @@ class Broker(BrokerServer):
         self.broker_only = "controller" not in config.process_roles
         #: ``process.roles=controller``: a voter that serves its controller listeners only.
         self.controller_only = "broker" not in config.process_roles
-        several = voters is not None and (
-            len(voters) > 1 or self.broker_only or self.controller_only
+        several = (
+            bool(bootstrap_servers)
+            or (
+                voters is not None and (len(voters) > 1 or self.broker_only or self.controller_only)
+            )
+            # The first voters ``storage format`` wrote: a dynamic quorum (KIP-853).
+            or (voters is None and fs.exists(_bootstrap_checkpoint(data_dir)))
         )
         cluster_id = _cluster_id(fs, data_dir, rng, formatted=several)
         for directory in dirs:
@@ -167,6 +178,10 @@ class Broker(BrokerServer):
             ),
             raft=raft,
             voters=voters,
+            bootstrap_servers=bootstrap_servers,
+            directory_id=ensure_meta_properties(
+                fs, data_dir, cluster_id, node_id, clock
+            ).directory_id,
             raft_config=raft_config,
             observer=self.broker_only,
             log_config=_metadata_log_config(config),
@@ -228,6 +243,9 @@ class Broker(BrokerServer):
                 auto_create_topics=config.auto_create_topics_enable,
                 config=config,
                 voters=static_voters(config.values, config.controller_listener_names),
+                bootstrap_servers=bootstrap_servers(
+                    config.values, config.listeners, config.controller_listener_names
+                ),
                 raft_config=raft_config(config.values),
                 **kwargs,
             )
@@ -263,7 +281,7 @@ class Broker(BrokerServer):
             cluster_id=cluster_id,
             incarnation_id=as_uuid4(rng.getrandbits(128).to_bytes(16, "big")),
             rack=config.broker_rack,
-            features=quorum.config.supported_features,
+            features=registered_features(quorum.config.supported_features),
             heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms", 2000),
             registration_timeout_ms=config.get_int(
                 "initial.broker.registration.timeout.ms", 60_000
@@ -300,6 +318,10 @@ class Broker(BrokerServer):
         await self.controller_server.stop()
         for lock in self._locks:
             lock.release()
+
+
+def _bootstrap_checkpoint(data_dir: str) -> str:
+    return join(data_dir, METADATA_PARTITION_DIR, snapshot_name(BOOTSTRAP_SNAPSHOT))
 
 
 def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random, *, formatted: bool) -> str:

@@ -12,14 +12,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from millpond.broker.config_defs_listeners import strs
+from millpond.broker.config_defs_listeners import Listener, strs
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import Endpoint, ReplicaKey, Voter, VoterSet
 from millpond.storage.config_def import ConfigError, Value
 
-__all__ = ["parse_voters", "raft_config", "static_voters"]
+__all__ = [
+    "bootstrap_servers",
+    "parse_bootstrap_servers",
+    "parse_voters",
+    "raft_config",
+    "static_voters",
+]
 
 _VOTER = re.compile(r"(-?[0-9]+)@\[?([^\[\]@]*)\]?:([0-9]+)")
+_HOST_PORT = re.compile(r"\[?([^\[\]@]*)\]?:([0-9]+)")
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 #: The listener name a voter's endpoint carries when no controller listener is named.
 _DEFAULT_LISTENER = "CONTROLLER"
 
@@ -45,6 +53,42 @@ def parse_voters(entries: Sequence[str]) -> dict[int, tuple[str, int]]:
             )
         found[node_id] = (match.group(2), int(match.group(3)))
     return found
+
+
+def parse_bootstrap_servers(entries: Sequence[str]) -> list[tuple[str, int]]:
+    """``host:port`` entries of ``controller.quorum.bootstrap.servers``; ConfigError
+    naming the bad entry."""
+    found = []
+    for entry in entries:
+        match = _HOST_PORT.fullmatch(entry)
+        if match is None or not match.group(1):
+            raise ConfigError(
+                "controller.quorum.bootstrap.servers",
+                ",".join(entries),
+                f"entry {entry!r} is not HOST:PORT (for example localhost:9093)",
+            )
+        found.append((match.group(1), int(match.group(2))))
+    return found
+
+
+def bootstrap_servers(
+    values: Mapping[str, Value], listeners: Sequence[Listener], controller_names: Sequence[str]
+) -> list[tuple[str, int]]:
+    """The controllers ``controller.quorum.bootstrap.servers`` names, less this node's
+    own controller listeners (Kafka's single-node configs name the node itself)."""
+    own = [
+        (listener.host, listener.port)
+        for listener in listeners
+        if listener.name in controller_names
+    ]
+
+    def is_own(host: str, port: int) -> bool:
+        return any(
+            port == p and (h == host or {h or "localhost", host} <= _LOOPBACK) for h, p in own
+        )
+
+    entries = parse_bootstrap_servers(strs(values["controller.quorum.bootstrap.servers"]))
+    return [(host, port) for host, port in entries if not is_own(host, port)]
 
 
 def static_voters(values: Mapping[str, Value], controller_names: Sequence[str]) -> VoterSet | None:

@@ -104,6 +104,7 @@ class RemoteControllerChannel:
                 features=[
                     reg.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
                     for n, (lo, hi) in me.features.items()
+                    if version >= 4 or lo > 0  # older readers reject a 0 (KAFKA-17492)
                 ],
                 rack=me.rack,
                 log_dirs=list(log_dirs),

@@ -8,27 +8,15 @@ one log, byte for byte, and every topic is in it."""
 from __future__ import annotations
 
 import functools
-import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from compat_tests.kafka.reference import (
-    BROKER_JVM,
-    BROKER_LOG4J,
-    _java,
-    free_port,
-    kafka_classpath,
-    run_tool,
-)
-from millpond.controller.image import MetadataImage
-from millpond.controller.metadata_log import open_metadata_log, read_image
+from compat_tests.kafka.controller import KafkaController
+from compat_tests.kafka.reference import free_port
 from millpond.local_cluster import node_properties
-from millpond.storage.clock import SystemClock
-from millpond.storage.fs import OsFileSystem
 from tests.cluster import rig
 from tests.cluster.rig import Node, live_brokers, quorum_leader
 
@@ -39,78 +27,19 @@ KAFKA_ID = 3
 #: broker.session.timeout.ms of every controller: a killed broker is fenced this soon.
 SESSION_MS = 3000
 MILLPOND_IDS = (1, 2)
-#: What a millpond broker runs: metadata.version 4.1-IV1 and no newer feature.
-KAFKA_FEATURES = (
-    "metadata.version=27", "group.version=0", "transaction.version=0", "share.version=0",
-    "streams.version=0", "eligible.leader.replicas.version=0",
-)  # fmt: skip
-
-
-class KafkaController:
-    """Apache Kafka 4.4 as a controller only (``process.roles=controller``)."""
-
-    def __init__(self, work: Path, port: int, voters: str) -> None:
-        self.work = work
-        self.port = port
-        self.data_dir = work / "data"
-        self.properties = work / "controller.properties"
-        self.log_path = work / "kafka.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        work.mkdir(parents=True, exist_ok=True)
-        props = {
-            "node.id": KAFKA_ID,
-            "process.roles": "controller",
-            "listeners": f"CONTROLLER://127.0.0.1:{port}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": voters,
-            "log.dirs": self.data_dir,
-            # Elections sooner than millpond's, so that Kafka's controller leads first.
-            "controller.quorum.election.timeout.ms": 100,
-            "controller.quorum.election.backoff.max.ms": 100,
-            "broker.session.timeout.ms": SESSION_MS,
-        }
-        self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
-    def format(self) -> None:
-        features = [arg for f in KAFKA_FEATURES for arg in ("--feature", f)]
-        done = run_tool(
-            "kafka.tools.StorageTool",
-            ["format", f"--cluster-id={CLUSTER_ID}", "-c", str(self.properties), *features],
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    def launch(self, timeout_s: float = 120) -> None:
-        after = self.log_path.stat().st_size if self.log_path.exists() else 0
-        command = _java(
-            kafka_classpath(), BROKER_JVM, BROKER_LOG4J, "kafka.Kafka", str(self.properties)
-        )
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while b"Kafka Server started" not in self.log_path.read_bytes()[after:]:
-            assert self.process.poll() is None, f"Kafka exited: see {self.log_path}"
-            assert time.monotonic() < deadline, f"Kafka did not start: see {self.log_path}"
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait(timeout=30)
-        self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=60)
-            self.process = None
 
 
 class Quorum:
     def __init__(self, root: Path) -> None:
         self.ports = {i: (free_port(), free_port()) for i in (*MILLPOND_IDS, KAFKA_ID)}
         voters = ",".join(f"{i}@127.0.0.1:{self.ports[i][1]}" for i in sorted(self.ports))
-        self.kafka = KafkaController(root / "kafka", self.ports[KAFKA_ID][1], voters)
+        self.kafka = KafkaController(
+            root / "kafka",
+            KAFKA_ID,
+            self.ports[KAFKA_ID][1],
+            {"controller.quorum.voters": voters},
+            session_ms=SESSION_MS,
+        )
         self.nodes = {
             i: Node(
                 i, "broker,controller", None, "127.0.0.1", root / f"m{i}", root / f"m{i}.log",
@@ -138,13 +67,6 @@ class Quorum:
         return f"127.0.0.1:{self.ports[node_id][0]}"
 
 
-def until(condition: Callable[[], object], what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def only_broker(quorum: Quorum, broker: int) -> bool:
     """Whether ``broker`` lists itself as the only live broker."""
     return live_brokers("127.0.0.1", quorum.ports[broker][0]) == {broker}
@@ -157,7 +79,7 @@ def create_topic(bootstrap: str, name: str) -> None:
 @contextmanager
 def mixed_quorum(root: Path) -> Iterator[Quorum]:
     quorum = Quorum(root)
-    quorum.kafka.format()
+    quorum.kafka.format(CLUSTER_ID)
     for node in quorum.nodes.values():
         node.format(CLUSTER_ID)
     try:
@@ -173,25 +95,9 @@ def mixed_quorum(root: Path) -> Iterator[Quorum]:
         quorum.kafka.stop()
 
 
-def batches(data_dir: Path) -> list[bytes]:
-    log = open_metadata_log(OsFileSystem(), str(data_dir), SystemClock())
-    try:
-        return [bytes(b.buffer) for b in log.batches(0)]
-    finally:
-        log.log.close()
-
-
-def topics(data_dir: Path) -> set[str]:
-    log = open_metadata_log(OsFileSystem(), str(data_dir), SystemClock())
-    try:
-        return set(read_image(log, MetadataImage.empty(CLUSTER_ID)).image.topic_ids_by_name)
-    finally:
-        log.log.close()
-
-
 def test_two_millpond_controllers_and_a_kafka_controller_keep_one_log(tmp_path: Path) -> None:
     with mixed_quorum(tmp_path) as quorum:
-        until(lambda: quorum.leader() is not None, "a caught-up quorum")
+        rig.until(lambda: quorum.leader() is not None, "a caught-up quorum")
         assert quorum.leader() == KAFKA_ID  # Kafka's controller leads first
         create_topic(quorum.bootstrap(1), "while-kafka-leads")
         killed: list[int] = []
@@ -205,12 +111,12 @@ def test_two_millpond_controllers_and_a_kafka_controller_keep_one_log(tmp_path: 
                 quorum.kafka.kill()
             else:
                 quorum.nodes[victim].kill()
-            until(lambda: quorum.leader() is not None, f"a leader after killing {victim}")
+            rig.until(lambda: quorum.leader() is not None, f"a leader after killing {victim}")
             broker = next(i for i in MILLPOND_IDS if i != victim)
             if victim != KAFKA_ID:
                 # Until its session lapses, the killed broker is listed, and a client may
                 # pick it; the active controller fences it within broker.session.timeout.ms.
-                until(functools.partial(only_broker, quorum, broker), f"{victim} fenced")
+                rig.until(functools.partial(only_broker, quorum, broker), f"{victim} fenced")
             create_topic(quorum.bootstrap(broker), f"after-killing-{victim}")
             if victim == KAFKA_ID:
                 quorum.kafka.launch()
@@ -219,14 +125,14 @@ def test_two_millpond_controllers_and_a_kafka_controller_keep_one_log(tmp_path: 
                 size = node.log_path.stat().st_size
                 node.start()
                 node.wait_listening(size)
-            until(lambda: quorum.leader() is not None, f"{victim} back and caught up")
+            rig.until(lambda: quorum.leader() is not None, f"{victim} back and caught up")
         assert sorted(killed) == [1, 2, KAFKA_ID]
     # Stopped cleanly: one log, the same bytes on all three.
-    logs = {i: batches(tmp_path / f"m{i}") for i in MILLPOND_IDS}
-    logs[KAFKA_ID] = batches(quorum.kafka.data_dir)
+    logs = {i: rig.metadata_batches(tmp_path / f"m{i}") for i in MILLPOND_IDS}
+    logs[KAFKA_ID] = rig.metadata_batches(quorum.kafka.data_dir)
     shortest = min(len(log) for log in logs.values())
     assert shortest > 0
     assert logs[1][:shortest] == logs[2][:shortest] == logs[KAFKA_ID][:shortest]
     expected = {"while-kafka-leads", *(f"after-killing-{i}" for i in killed)}
     for data_dir in (tmp_path / "m1", tmp_path / "m2", quorum.kafka.data_dir):
-        assert expected <= topics(data_dir)
+        assert expected <= rig.metadata_topics(data_dir, CLUSTER_ID)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from millpond.controller.feature_control import KRAFT_VERSION
 from millpond.controller.image import (
     BrokerEndpoint,
     BrokerRegistration,
@@ -94,6 +95,7 @@ def register_broker(
     *,
     next_offset: int,
     sessions: dict[int, bytes],
+    kraft_version: int = 0,
 ) -> ControllerResult[BrokerRegistrationResult]:
     """Register (or re-register) a broker; ``next_offset`` is where the record will land
     (it becomes the broker epoch); ``sessions`` maps broker ids to the incarnation that
@@ -115,7 +117,7 @@ def register_broker(
             ErrorCode.DUPLICATE_BROKER_REGISTRATION,
             "Another broker is registered with that broker id.",
         )
-    unsupported = _unsupported_feature(image, request.features, "broker")
+    unsupported = _unsupported_feature(image, request.features, "broker", kraft_version)
     if unsupported is not None:
         return _refuse(ErrorCode.UNSUPPORTED_VERSION, unsupported)
     record = broker_record(
@@ -136,11 +138,15 @@ def register_broker(
 
 
 def _unsupported_feature(
-    image: MetadataImage, features: Sequence[tuple[str, int, int]], who: str
+    image: MetadataImage, features: Sequence[tuple[str, int, int]], who: str, kraft_version: int
 ) -> str | None:
-    """Why a node supporting ``features`` cannot join: a finalized level out of its range."""
+    """Why a node supporting ``features`` cannot join: a finalized level out of its range
+    (kraft.version is the quorum's, not a FeatureLevelRecord's)."""
     supported = {name: (low, high) for name, low, high in features}
-    for name, level in image.features.items():
+    finalized = dict(image.features)
+    if kraft_version > 0:
+        finalized[KRAFT_VERSION] = kraft_version
+    for name, level in finalized.items():
         low, high = supported.get(name, (0, 0))
         if not low <= level <= high:
             return (
@@ -159,12 +165,12 @@ class ControllerRegistrationRequest(NamedTuple):
 
 
 def register_controller(
-    image: MetadataImage, request: ControllerRegistrationRequest
+    image: MetadataImage, request: ControllerRegistrationRequest, kraft_version: int = 0
 ) -> ControllerResult[ApiError]:
     """ControllerRegistration, as Kafka's controller answers it: a controller that
     supports every finalized feature level is recorded with its listeners (what
     DescribeCluster on a controller listener and the features tool read)."""
-    unsupported = _unsupported_feature(image, request.features, "controller")
+    unsupported = _unsupported_feature(image, request.features, "controller", kraft_version)
     if unsupported is not None:
         return ControllerResult((), ApiError(ErrorCode.UNSUPPORTED_VERSION, unsupported))
     record = controller_record(

@@ -397,7 +397,8 @@ class QuorumController:
         if incarnation_id is None:
             incarnation_id = self._rng.getrandbits(128).to_bytes(16, "big")
         if features is None:
-            features = [(n, lo, hi) for n, (lo, hi) in self.config.supported_features.items()]
+            supported = feature_control.registered_features(self.config.supported_features)
+            features = [(n, lo, hi) for n, (lo, hi) in supported.items()]
         request = BrokerRegistrationRequest(
             broker_id=broker_id,
             cluster_id=self.config.cluster_id if cluster_id is None else cluster_id,
@@ -409,7 +410,11 @@ class QuorumController:
         )
         self._check_active()
         result = cluster_control.register_broker(
-            self._image, request, next_offset=self._raft.end_offset, sessions=self._sessions
+            self._image,
+            request,
+            next_offset=self._raft.end_offset,
+            sessions=self._sessions,
+            kraft_version=self._raft.log.kraft_version,
         )
         if result.response.error.is_success:
             self._sessions[broker_id] = incarnation_id
@@ -430,7 +435,10 @@ class QuorumController:
         self, request: cluster_control.ControllerRegistrationRequest
     ) -> ControllerResult[ApiError]:
         self._check_active()
-        return self._commit(cluster_control.register_controller(self._image, request))
+        kraft_version = self._raft.log.kraft_version
+        return self._commit(
+            cluster_control.register_controller(self._image, request, kraft_version)
+        )
 
     def fence_stale_brokers(self) -> ControllerResult[tuple[int, ...]]:
         """Fence every unfenced broker not heard from for ``broker.session.timeout.ms``

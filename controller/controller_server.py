@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from millpond.controller import feature_control
 from millpond.controller.channel import LocalControllerChannel
 from millpond.controller.controller import ControllerConfig, MetadataListener, QuorumController
 from millpond.controller.controller_apis import handle_controller_request
@@ -35,12 +36,14 @@ from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import Endpoint, VoterSet
 from millpond.controller.raft_driver import RaftDriver
 from millpond.controller.results import NotControllerError
+from millpond.storage.config_def import ConfigError
 
 if TYPE_CHECKING:
     import random
 
     from millpond.controller.image import MetadataImage
     from millpond.controller.raft.client import RaftClient
+    from millpond.controller.raft.snapshots import SnapshotContents
     from millpond.storage.clock import Clock
     from millpond.storage.fs import FileSystem
     from millpond.wire import Message
@@ -48,6 +51,29 @@ if TYPE_CHECKING:
 __all__ = ["ControllerServer"]
 
 _log = logging.getLogger("millpond.controller")
+#: The id of the first bootstrap server (the next is one less): below every node id, and
+#: clear of the driver's id for inbound requests.
+BOOTSTRAP_ID = -1000
+
+
+def _bootstrap_features(
+    checkpoint: SnapshotContents, config: ControllerConfig, log_dir: str
+) -> dict[str, int]:
+    """The feature levels ``format`` chose, if this controller runs them."""
+    features = feature_control.read_bootstrap_features(checkpoint.batches)
+    refused = feature_control.refuse_bootstrap(features, config.node_id)
+    if refused is not None:
+        levels = ", ".join(f"{k}={v}" for k, v in sorted(features.items()))
+        raise ConfigError(
+            "log.dirs",
+            log_dir,
+            f"the metadata log was formatted for a cluster at {levels}, which millpond "
+            f"cannot start: {refused}. Format it with `millpond storage format`, or with "
+            "Kafka's kafka-storage at --release-version 4.1-IV1 and group.version, "
+            "transaction.version, eligible.leader.replicas.version, share.version and "
+            "streams.version at 0",
+        )
+    return features
 
 
 class ControllerServer:
@@ -61,16 +87,23 @@ class ControllerServer:
         *,
         raft: RaftClient | None = None,
         voters: VoterSet | None = None,
+        bootstrap_servers: Sequence[tuple[str, int]] = (),
+        directory_id: bytes | None = None,
         raft_config: RaftConfig | None = None,
         observer: bool = False,
         log_config: MetadataLogConfig | None = None,
     ) -> None:
         """``voters`` and ``raft_config``: the quorum (``controller.quorum.*``); by
-        default this node alone; ``observer``: follow the quorum's log without ever
-        voting. ``raft``: a replica opened by the caller instead. ``log_config``: the
+        default this node alone, or the voters ``format`` wrote; ``bootstrap_servers``:
+        the other controllers to ask for the quorum (``controller.quorum.bootstrap.
+        servers``); ``directory_id``: the metadata log directory's (meta.properties), the
+        second half of this replica's key; ``observer``: follow the quorum's log without
+        ever voting. ``raft``: a replica opened by the caller instead. ``log_config``: the
         metadata log's segments and retention (``metadata.log.*``,
         ``metadata.max.retention.*``)."""
         self.config = config
+        #: Bootstrap servers by the negative ids the Raft core knows them by.
+        self._bootstrap = {BOOTSTRAP_ID - i: a for i, a in enumerate(bootstrap_servers)}
         raft_config = raft_config or RaftConfig(kraft_version=0)
         if raft_config.cluster_id is None:  # peers of another cluster are refused
             raft_config = raft_config._replace(cluster_id=config.cluster_id)
@@ -81,12 +114,22 @@ class ControllerServer:
                 clock,
                 rng,
                 node_id=config.node_id,
+                directory_id=directory_id,
                 voters=voters,
+                bootstrap_servers=sorted(self._bootstrap),
                 config=raft_config,
                 can_become_voter=not observer,
                 log_config=log_config,
             )
         self.raft = raft
+        checkpoint = raft.log.bootstrap_checkpoint()
+        if checkpoint is not None:
+            try:
+                features = _bootstrap_features(checkpoint, config, metadata_log_dir)
+            except ConfigError:
+                raft.log.log.close()
+                raise
+            config = self.config = config._replace(bootstrap_features=features)
         #: This node's controller listeners as they listen, for a voter set that does not
         #: name them (the default one): the node that serves them sets it.
         self.local_endpoints: Callable[[], tuple[Endpoint, ...]] = tuple
@@ -116,11 +159,13 @@ class ControllerServer:
         self.controller.register_listener(listener)
 
     def _endpoints_of(self, node_id: int) -> tuple[Endpoint, ...]:
+        """A voter's controller listeners: as the voter set names them, else as the
+        answers naming it leader did (an observer that has not read the voters yet)."""
         voter = self.raft.node.voters.get(node_id)
         endpoints = () if voter is None else voter.endpoints
         if not endpoints and node_id == self.config.node_id:
             return self.local_endpoints()
-        return endpoints
+        return endpoints or self.driver.leader_endpoints.get(node_id, ())
 
     async def start(self) -> None:
         """Start carrying the quorum's messages (on the running event loop), and, where
@@ -174,7 +219,10 @@ class ControllerServer:
         return self.controller.is_active
 
     def address_of(self, node_id: int) -> tuple[str, int] | None:
-        """Where a voter's first controller listener is (None: not known)."""
+        """Where a voter's first controller listener is, or a bootstrap server (by its
+        negative id); None: not known."""
+        if node_id in self._bootstrap:
+            return self._bootstrap[node_id]
         endpoints = self._endpoints_of(node_id)
         return (endpoints[0].host, endpoints[0].port) if endpoints else None
 

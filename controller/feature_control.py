@@ -14,23 +14,33 @@ by Kafka 4.1 and later, so Kafka's tools can read our log.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import NamedTuple
 
 from millpond.controller.image import MetadataImage
-from millpond.controller.record_serde import ApiMessageAndVersion, with_version
+from millpond.controller.record_serde import (
+    ApiMessageAndVersion,
+    decode_metadata_record,
+    with_version,
+)
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.feature_level_record import FeatureLevelRecord
+from millpond.wire.records import RecordBatch
 
 __all__ = [
     "BOOTSTRAP_FEATURES",
     "METADATA_VERSION",
     "SUPPORTED_FEATURES",
     "FeatureUpdate",
+    "KRAFT_VERSION",
+    "KRAFT_VERSIONS",
     "FeatureUpgradeType",
     "bootstrap_records",
+    "read_bootstrap_features",
+    "registered_features",
+    "refuse_bootstrap",
     "update_features",
 ]
 
@@ -47,6 +57,18 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
 }
 
 BOOTSTRAP_FEATURES: Mapping[str, int] = {METADATA_VERSION: METADATA_VERSION_LATEST}
+
+#: Moved by the quorum (a KRaftVersionRecord), never by UpdateFeatures here; a node
+#: reports it among its supported features when it registers.
+KRAFT_VERSION = "kraft.version"
+KRAFT_VERSIONS = (0, 1)
+
+
+def registered_features(
+    supported: Mapping[str, tuple[int, int]] = SUPPORTED_FEATURES,
+) -> dict[str, tuple[int, int]]:
+    """What a node registers as supported: the finalizable features and kraft.version."""
+    return {**supported, KRAFT_VERSION: KRAFT_VERSIONS}
 
 
 class FeatureUpgradeType(IntEnum):
@@ -71,6 +93,29 @@ def bootstrap_records(
         for name, level in features.items()
         if level > 0
     ]
+
+
+def read_bootstrap_features(batches: Iterable[RecordBatch]) -> dict[str, int]:
+    """The FeatureLevelRecords of a bootstrap checkpoint's data batches, by name."""
+    features = {}
+    for batch in batches:
+        for record in batch.records():
+            message = decode_metadata_record(record.value).message
+            if isinstance(message, FeatureLevelRecord):
+                features[message.name] = message.feature_level
+    return features
+
+
+def refuse_bootstrap(features: Mapping[str, int], node_id: int) -> str | None:
+    """Why this controller cannot start a cluster at these levels, or None."""
+    empty = MetadataImage.empty("")
+    if METADATA_VERSION not in features:
+        return "it names no metadata.version"
+    for name, level in features.items():
+        error = _check(empty, FeatureUpdate(name, level), SUPPORTED_FEATURES, node_id)
+        if not error.is_success:
+            return error.message
+    return None
 
 
 def _check(

@@ -25,14 +25,14 @@ the log after it, replayed (:mod:`~millpond.controller.metadata_replay`).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from millpond.controller.image import MetadataDelta, MetadataImage
 from millpond.controller.metadata_replay import MetadataReplayer
 from millpond.controller.raft.client import RaftClient
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.kafka_log import KafkaRaftLog, MetadataRetention
+from millpond.controller.raft.kafka_log import KafkaRaftLog, MetadataRetention, decode_voters
 from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.node import RaftNode
 from millpond.controller.raft.quorum_state import FileElectionStore
@@ -122,43 +122,71 @@ def open_raft_client(
     rng: random.Random,
     *,
     node_id: int,
+    directory_id: bytes | None = None,
     voters: VoterSet | None = None,
+    bootstrap_servers: Sequence[int] = (),
     config: RaftConfig | None = None,
     can_become_voter: bool = True,
     log_config: MetadataLogConfig | None = None,
 ) -> RaftClient:
-    """A replica of the metadata quorum over ``log_dir``; by default the only voter of a
-    static voter set (``kraft.version`` 0), which elects itself before this returns.
-    ``can_become_voter=False``: an observer that never votes (a broker)."""
+    """A replica of the metadata quorum over ``log_dir``.
+
+    The voters are, in order: ``voters`` (static, ``controller.quorum.voters``); those of
+    the bootstrap checkpoint ``format`` wrote (dynamic, ``kraft.version`` 1); none yet,
+    when ``bootstrap_servers`` (peer ids the driver can reach) say the quorum is
+    elsewhere (the voter set is then read from the log fetched from it); else this node
+    alone, statically (the zero-config default, which elects itself before this
+    returns). ``can_become_voter=False``: an observer that never votes (a broker)."""
     config = config or RaftConfig(kraft_version=0)
-    voters = voters or VoterSet([Voter(ReplicaKey(node_id))])
     log = open_metadata_log(fs, log_dir, clock, log_config, kraft_version=config.kraft_version)
     node: RaftNode | None = None
-
-    def voter_ids() -> list[int]:
-        return sorted((node.voters if node is not None else voters).ids)
-
-    store = FileElectionStore(
-        fs,
-        log.log.directory,
-        kraft_version=lambda: config.kraft_version,
-        voter_ids=voter_ids,
-    )
     try:
+        if voters is None:
+            voters, kraft_version = _dynamic_quorum(log, node_id, bootstrap_servers)
+            config = config._replace(kraft_version=kraft_version)
+            log.kraft_version = kraft_version
+        bootstrap = voters
+
+        def voter_ids() -> list[int]:
+            return sorted((node.voters if node is not None else bootstrap).ids)
+
+        store = FileElectionStore(
+            fs,
+            log.log.directory,
+            kraft_version=lambda: config.kraft_version,
+            voter_ids=voter_ids,
+        )
         node = RaftNode(
-            ReplicaKey(node_id),
+            ReplicaKey(node_id, directory_id),
             config,
             log,
             store,
             rng,
             clock.monotonic_ms(),
             bootstrap_voters=voters,
+            bootstrap_servers=bootstrap_servers,
             can_become_voter=can_become_voter,
         )
     except BaseException:
         log.log.close()
         raise
     return RaftClient(node, log)
+
+
+def _dynamic_quorum(
+    log: KafkaRaftLog, node_id: int, bootstrap_servers: Sequence[int]
+) -> tuple[VoterSet, int]:
+    """The bootstrap voter set and kraft.version of a quorum without static voters."""
+    checkpoint = log.bootstrap_checkpoint()
+    if checkpoint is not None and checkpoint.voters_record is not None:
+        return decode_voters(checkpoint.voters_record), max(1, checkpoint.kraft_version)
+    latest = log.latest_snapshot()
+    dynamic = latest is not None and log.snapshot_header(latest).kraft_version >= 1
+    if bootstrap_servers or dynamic:
+        # Formatted without initial controllers, a broker, or a checkpoint since
+        # cleaned away: the log (and its snapshots) say who votes.
+        return VoterSet(), 1
+    return VoterSet([Voter(ReplicaKey(node_id))]), 0
 
 
 class ReplayResult(NamedTuple):

@@ -67,6 +67,8 @@ class RaftDriver:
         #: Inbound requests waiting for the core's answer: correlation -> (future, version).
         self._inbound: dict[int, tuple[asyncio.Future[Message], int]] = {}
         self._next_inbound = 0
+        #: Leaders' controller listeners as the answers naming them said, by node id.
+        self.leader_endpoints: dict[int, tuple[Endpoint, ...]] = {}
         client.set_waker(self.wake)
 
     def _now(self) -> int:
@@ -170,7 +172,11 @@ class RaftDriver:
             answer, _ = await self._peers.send(
                 out.destination, api_key, lambda v: codec.encode_request(request, v)
             )
-            response = codec.decode_response(answer).message
+            decoded = codec.decode_response(answer)
+            response = decoded.message
+            leader = getattr(response, "leader_id", -1)
+            if decoded.leader_endpoints and isinstance(leader, int) and leader >= 0:
+                self.leader_endpoints[leader] = decoded.leader_endpoints
         except PeerUnreachableError as exc:
             _log.debug("raft: %s", exc)
             self._client.unreachable(self._now(), out.destination, out.correlation)

@@ -9,8 +9,10 @@ Behaviour, as Apache Kafka 4.4:
 - v3+: ``client_software_name``/``client_software_version`` must match
   ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else INVALID_REQUEST (librdkafka then
   retries with v0).
-- Features: none are finalized yet, which keeps Java clients on the transactions-v1
-  and classic-group paths that millpond serves.
+- Features: the supported ranges (v3+; a range starting at 0 only from v4, as older
+  clients reject one, KAFKA-17492), among them kraft.version 0-1, which a KRaft leader
+  checks before it adds this node as a voter. None are reported finalized, which keeps
+  Java clients on the transactions-v1 and classic-group paths that millpond serves.
 
 Version notes: v1 adds throttle_time_ms; v3 is flexible and adds the client software
 fields and features (KIP-511, KIP-584); v4 allows supported min version 0 (KAFKA-17011);
@@ -23,11 +25,13 @@ import re
 from typing import TYPE_CHECKING
 
 from millpond.broker.context import RequestContext
+from millpond.controller.feature_control import registered_features
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.api_versions_request import ApiVersionsRequest
 from millpond.wire.generated.api.api_versions_response import (
     ApiVersion,
     ApiVersionsResponse,
+    SupportedFeatureKey,
 )
 
 if TYPE_CHECKING:
@@ -54,4 +58,11 @@ def handle(
         ApiVersion(api_key=key, min_version=low, max_version=high)
         for key, low, high in broker.dispatcher_on(ctx.listener).advertised()
     ]
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
+    features = [
+        SupportedFeatureKey(name=name, min_version=low, max_version=high)
+        for name, (low, high) in registered_features().items()
+        if ctx.api_version >= 4 or low > 0
+    ]
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NONE, api_keys=keys, supported_features=features
+    )

@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import (
+    BOOTSTRAP_SNAPSHOT,
+    Endpoint,
+    OffsetAndEpoch,
+    ReplicaKey,
+    Voter,
+    VoterSet,
+)
 from millpond.controller.raft.log import Entry, LeaderChange, VotersChange
 from millpond.controller.raft.snapshots import (
     DELETED_SUFFIX,
@@ -29,10 +36,11 @@ from millpond.controller.raft.snapshots import (
     SUFFIX,
     SnapshotContents,
     SnapshotFormatError,
+    SnapshotHeader,
     data_batches,
     encode_snapshot,
-    header_timestamp,
     parse_snapshot_name,
+    read_header,
     read_snapshot,
     snapshot_name,
 )
@@ -148,6 +156,39 @@ class KafkaRaftLog:
     @property
     def log(self) -> Log:
         return self._log
+
+    @property
+    def kraft_version(self) -> int:
+        """The quorum's kraft.version, written into VotersRecords' batches and snapshots."""
+        return self._kraft_version
+
+    @kraft_version.setter
+    def kraft_version(self, version: int) -> None:
+        self._kraft_version = version
+
+    def bootstrap_checkpoint(self) -> SnapshotContents | None:
+        """The checkpoint ``format`` wrote at offset 0 (the first voters, the bootstrap
+        features), if it is still held: it seeds the quorum and is never replicated."""
+        if BOOTSTRAP_SNAPSHOT not in self._snapshots:
+            return None
+        return self.snapshot_contents(BOOTSTRAP_SNAPSHOT)
+
+    def write_bootstrap_checkpoint(
+        self, voters: VoterSet | None, payloads: Iterable[bytes]
+    ) -> None:
+        """Write the offset-0 checkpoint of a freshly formatted directory: ``voters``
+        (kraft.version 1) or none (static voters), and the bootstrap records."""
+        if self.end_offset > 0 or self._snapshots:
+            raise ValueError(f"the metadata log in {self._log.directory} is not empty")
+        batches = encode_snapshot(
+            BOOTSTRAP_SNAPSHOT,
+            payloads,
+            last_contained_timestamp=self._clock.now_ms(),
+            now=self._clock.now_ms(),
+            kraft_version=0 if voters is None else 1,
+            voters_record=None if voters is None else encode_voters(voters),
+        )
+        self._write_snapshot(BOOTSTRAP_SNAPSHOT, batches)
 
     # -- positions ---------------------------------------------------------------------
 
@@ -288,7 +329,7 @@ class KafkaRaftLog:
         latest = self.latest_snapshot()
         start = self.start_offset
         if latest is not None and latest.offset > 0:
-            voters = self.snapshot_contents(latest).voters_record
+            voters = self.snapshot_header(latest).voters_record
             if voters is not None:
                 history.append((latest.offset - 1, decode_voters(voters)))
             start = max(start, latest.offset)
@@ -463,12 +504,16 @@ class KafkaRaftLog:
 
     def snapshot_timestamp(self, snapshot_id: OffsetAndEpoch) -> int:
         """The append time of the last record the snapshot covers (its header's)."""
+        return self.snapshot_header(snapshot_id).last_contained_timestamp
+
+    def snapshot_header(self, snapshot_id: OffsetAndEpoch) -> SnapshotHeader:
+        """The snapshot's first batch, read alone (:class:`SnapshotFormatError`)."""
         head = self.read_snapshot(snapshot_id, 0, HEADER_READ_BYTES)
         batch = next(iter_batches(head, allow_truncated_tail=True), None)
         try:
             if batch is None:
                 raise SnapshotFormatError("no header batch")
-            return header_timestamp(batch)
+            return read_header(batch)
         except SnapshotFormatError as exc:
             raise SnapshotFormatError(f"{self.snapshot_path(snapshot_id)}: {exc}") from None
 

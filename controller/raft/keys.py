@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-__all__ = ["Endpoint", "OffsetAndEpoch", "ReplicaKey", "Voter", "VoterSet"]
+__all__ = ["BOOTSTRAP_SNAPSHOT", "Endpoint", "OffsetAndEpoch", "ReplicaKey", "Voter", "VoterSet"]
 
 
 class OffsetAndEpoch(NamedTuple):
@@ -21,6 +21,11 @@ class OffsetAndEpoch(NamedTuple):
 
     epoch: int
     offset: int
+
+
+#: The checkpoint ``format`` writes (the first voters, the bootstrap records): read at
+#: start, never replicated.
+BOOTSTRAP_SNAPSHOT = OffsetAndEpoch(0, 0)
 
 
 class ReplicaKey(NamedTuple):

@@ -29,7 +29,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import (
+    BOOTSTRAP_SNAPSHOT,
+    OffsetAndEpoch,
+    ReplicaKey,
+    Voter,
+    VoterSet,
+)
 from millpond.controller.raft.log import (
     ElectionState,
     ElectionStore,
@@ -66,8 +72,6 @@ __all__ = ["NotLeaderError", "Outgoing", "RaftFatalError", "RaftNode", "Role"]
 
 E = ErrorCode
 NEVER = 1 << 62
-#: The bootstrap checkpoint written by ``format``: never replicated.
-BOOTSTRAP_SNAPSHOT = OffsetAndEpoch(0, 0)
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 CAUGHT_UP_WINDOW_MS = 3_600_000
 
@@ -630,10 +634,13 @@ class RaftNode:
         )
 
     def _fetch_from_any_bootstrap(self, now: int) -> None:
-        """Ask any voter we know of: a non-leader's answer names the leader."""
+        """Ask a bootstrap server or any voter the log names: a non-leader's answer
+        names the leader (the voters too, so that an observer whose bootstrap servers
+        are gone still finds the quorum they became)."""
         if self._inflight:
             return
-        ready = [n for n in self._bootstrap if n != self.key.id and self._ready(n)]
+        known = dict.fromkeys([*self._bootstrap, *sorted(self.voters.ids)])
+        ready = [n for n in known if n != self.key.id and self._ready(n)]
         if ready:
             self._send(self._rng.choice(ready), self._log_fetch_message(), now)
 

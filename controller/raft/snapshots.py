@@ -48,7 +48,8 @@ __all__ = [
     "SnapshotFormatError",
     "data_batches",
     "encode_snapshot",
-    "header_timestamp",
+    "SnapshotHeader",
+    "read_header",
     "parse_snapshot_name",
     "read_snapshot",
     "snapshot_name",
@@ -157,17 +158,43 @@ class SnapshotContents(NamedTuple):
     voters_record: bytes | None
     #: The data batches, in order.
     batches: list[RecordBatch]
+    #: The KRaftVersionRecord's level (0 when the snapshot has none).
+    kraft_version: int = 0
 
 
-def header_timestamp(batch: RecordBatch) -> int:
-    """The LastContainedLogTimestamp of a snapshot's first batch."""
-    if batch.is_control:
-        for record in batch.records():
-            if parse_control_key(record.key).type == ControlRecordType.SNAPSHOT_HEADER:
-                value = b"" if record.value is None else bytes(record.value)
+class SnapshotHeader(NamedTuple):
+    """What a snapshot's first (control) batch says."""
+
+    #: The append time of the last record the snapshot covers.
+    last_contained_timestamp: int
+    #: The VotersRecord's bytes, if any (``kraft.version`` >= 1).
+    voters_record: bytes | None
+    #: The KRaftVersionRecord's level (0 when there is none).
+    kraft_version: int
+
+
+def read_header(batch: RecordBatch) -> SnapshotHeader:
+    """The header batch's records; :class:`SnapshotFormatError` if it is not one."""
+    timestamp = None
+    voters = None
+    kraft_version = 0
+    for record in batch.records() if batch.is_control else ():
+        kind = parse_control_key(record.key).type
+        value = b"" if record.value is None else bytes(record.value)
+        try:
+            if kind == ControlRecordType.SNAPSHOT_HEADER:
                 header = SnapshotHeaderRecord.decode(value, HEADER_VERSION)
-                return header.last_contained_log_timestamp
-    raise SnapshotFormatError("the snapshot's first batch holds no SnapshotHeaderRecord")
+                timestamp = header.last_contained_log_timestamp
+            elif kind == ControlRecordType.KRAFT_VERSION:
+                version = KRaftVersionRecord.decode(value, KRAFT_VERSION_VERSION)
+                kraft_version = version.k_raft_version
+        except DecodeError as exc:
+            raise SnapshotFormatError(f"unreadable control record (type {kind}): {exc}") from None
+        if kind == ControlRecordType.KRAFT_VOTERS:
+            voters = value
+    if timestamp is None:
+        raise SnapshotFormatError("the snapshot's first batch holds no SnapshotHeaderRecord")
+    return SnapshotHeader(timestamp, voters, kraft_version)
 
 
 def read_snapshot(data: bytes | memoryview, *, check_crc: bool = True) -> SnapshotContents:
@@ -188,16 +215,13 @@ def read_snapshot(data: bytes | memoryview, *, check_crc: bool = True) -> Snapsh
                 raise SnapshotFormatError(f"batch at offset {batch.base_offset} fails its CRC")
     if len(batches) < 2 or not batches[0].is_control or not batches[-1].is_control:
         raise SnapshotFormatError("a snapshot begins with a header batch and ends with a footer")
-    timestamp = header_timestamp(batches[0])
-    voters = next(
-        (
-            b"" if r.value is None else bytes(r.value)
-            for r in batches[0].records()
-            if parse_control_key(r.key).type == ControlRecordType.KRAFT_VOTERS
-        ),
-        None,
-    )
+    header = read_header(batches[0])
     footer = [parse_control_key(r.key).type for r in batches[-1].records()]
     if footer != [ControlRecordType.SNAPSHOT_FOOTER]:
         raise SnapshotFormatError("the snapshot's last batch is not a SnapshotFooterRecord")
-    return SnapshotContents(timestamp, voters, [b for b in batches[1:-1] if not b.is_control])
+    return SnapshotContents(
+        header.last_contained_timestamp,
+        header.voters_record,
+        [b for b in batches[1:-1] if not b.is_control],
+        header.kraft_version,
+    )

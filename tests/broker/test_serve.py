@@ -115,9 +115,9 @@ def test_invalid_config_is_refused_naming_the_key(tmp_path: Path) -> None:
 def test_a_setting_millpond_cannot_honour_stops_the_start_saying_what_to_do(
     tmp_path: Path,
 ) -> None:
-    """A quorum found through other nodes' bootstrap servers would start as a quorum of
-    this node alone and say nothing: the start is refused instead, with one line and the
-    config error's exit code."""
+    """A controller of a quorum found through other nodes' bootstrap servers, with no
+    controller listener for its peers to reach it on, could never vote: the start is
+    refused, with one line and the config error's exit code."""
     data = tmp_path / "data"
     result = subprocess.run(
         [
@@ -133,9 +133,9 @@ def test_a_setting_millpond_cannot_honour_stops_the_start_saying_what_to_do(
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
-        "millpond: controller.quorum.bootstrap.servers: invalid value 'other:9093': "
-        "millpond runs only a quorum of this node alone so far; leave it unset or name "
-        "this node's controller listener (one of controller.listener.names: none set)\n"
+        "millpond: controller.listener.names: invalid value '': a controller of a quorum "
+        "of several serves its peers on a controller listener: list one in listeners "
+        "under a name of controller.listener.names\n"
     )
     assert not data.exists()  # nothing was formatted
 

@@ -18,12 +18,16 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
+from millpond.controller.image import MetadataImage
+from millpond.controller.metadata_log import open_metadata_log, read_image
 from millpond.local_cluster import node_properties
+from millpond.storage.clock import SystemClock
+from millpond.storage.fs import OsFileSystem
 from millpond.wire import Message, RequestHeader, decode_response, encode_request
 from millpond.wire.generated.api import describe_quorum_request as dq
 from millpond.wire.generated.api.describe_quorum_response import DescribeQuorumResponse
@@ -131,9 +135,10 @@ class Node:
             return command
         return ["ip", "netns", "exec", self.namespace, *command]
 
-    def format(self, cluster_id: str) -> None:
+    def format(self, cluster_id: str, *flags: str) -> None:
+        """``millpond storage format``, plus ``flags`` (``--standalone``, ...)."""
         subprocess.run(
-            self.command("storage", "format", "-t", cluster_id, *self._override_args()),
+            self.command("storage", "format", "-t", cluster_id, *flags, *self._override_args()),
             check=True,
             capture_output=True,
             timeout=60,
@@ -308,3 +313,29 @@ def create_topic(bootstrap: str, name: str, partitions: int, timeout_ms: int = 3
         admin.create_topics([NewTopic(name, partitions, 1)])
     finally:
         admin.close()
+
+
+def until(condition: Callable[[], object], what: str, seconds: float = 60) -> None:
+    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def metadata_batches(data_dir: Path) -> list[bytes]:
+    """The bytes of every batch of a node's metadata log, from offset 0."""
+    log = open_metadata_log(OsFileSystem(), str(data_dir), SystemClock())
+    try:
+        return [bytes(b.buffer) for b in log.batches(0)]
+    finally:
+        log.log.close()
+
+
+def metadata_topics(data_dir: Path, cluster_id: str) -> set[str]:
+    """The topics a node's metadata log (snapshot and log) holds."""
+    log = open_metadata_log(OsFileSystem(), str(data_dir), SystemClock())
+    try:
+        return set(read_image(log, MetadataImage.empty(cluster_id)).image.topic_ids_by_name)
+    finally:
+        log.log.close()

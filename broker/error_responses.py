@@ -146,6 +146,27 @@ def _topic_results(key: int, results: str) -> Builder:
     return build
 
 
+def _elect_leaders(request: Any, code: int, version: int, message: str) -> Message:
+    """ElectLeaders: the error at the top (v1+) and for every partition named."""
+    response = APIS[43].response_class
+    topic = _element(response, "replica_election_results")
+    partition = _element(topic, "partition_result")
+    return _make(
+        response,
+        **({"error_code": code} if version >= 1 else {}),
+        replica_election_results=[
+            topic(
+                topic=t.topic,
+                partition_result=[
+                    partition(partition_id=i, error_code=code, error_message=message)
+                    for i in t.partitions
+                ],
+            )
+            for t in request.topic_partitions or []
+        ],
+    )
+
+
 def _resource_results(key: int) -> Builder:
     """AlterConfigs and IncrementalAlterConfigs: one result per named resource."""
 
@@ -176,6 +197,7 @@ _BUILDERS: dict[int, Builder] = {
     20: _topic_results(20, "responses"),
     33: _resource_results(33),
     37: _topic_results(37, "results"),
+    43: _elect_leaders,
     44: _resource_results(44),
 }
 

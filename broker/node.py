@@ -23,6 +23,7 @@ it directly; the broker role never uses it).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import random
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ from millpond.broker.quorum_config import bootstrap_servers, raft_config, static
 from millpond.broker.server import ListenerPlan, plan_listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.controller import ControllerConfig, QuorumController
-from millpond.controller.controller_server import ControllerServer
+from millpond.controller.controller_server import ControllerServer, raft_client_id
 from millpond.controller.feature_control import registered_features
 from millpond.controller.metadata_log import METADATA_PARTITION_DIR, MetadataLogConfig
 from millpond.controller.raft.config import RaftConfig
@@ -62,6 +63,16 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 DEFAULT_IDLE_MS = 600_000
+
+
+def controller_client_id(node_id: int) -> str:
+    """The client id of a broker's requests to the active controller."""
+    return f"broker-{node_id}-to-controller"
+
+
+def peer_client_ids(node_id: int) -> tuple[str, ...]:
+    """Every client id a node sends to other nodes under (to cut it off, in tests)."""
+    return (raft_client_id(node_id), controller_client_id(node_id))
 
 
 def new_cluster_id(rng: random.Random) -> str:
@@ -273,7 +284,7 @@ class Broker(BrokerServer):
         link = ControllerLink(
             lambda: quorum.quorum_leader_id,
             quorum.address_of,
-            client_id=f"broker-{config.node_id}-to-controller",
+            client_id=controller_client_id(config.node_id),
             request_timeout_ms=timers.request_timeout_ms,
             retry_backoff_ms=timers.retry_backoff_ms,
         )
@@ -316,6 +327,28 @@ class Broker(BrokerServer):
     async def stop(self) -> None:
         await super().stop()
         await self.controller_server.stop()
+        for lock in self._locks:
+            lock.release()
+
+    async def abort(self) -> None:
+        """Stop at once, as ``kill -9`` would: sockets closed mid-request, every task of
+        the node cancelled, nothing flushed and no clean-shutdown marker written; what
+        the files hold is what the next start recovers. For crash tests in one process
+        (:mod:`millpond.testing.cluster`); a restart opens the same directories anew."""
+        for server in self.listeners.servers:
+            server.abort()
+        for connection in list(self.connections):
+            connection.abort()
+        self.controller_server.driver.close_peers()
+        if self.controller_link is not None:
+            self.controller_link.close()
+        if self.control_server is not None:
+            await self.control_server.stop()
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for lock in self._locks:
             lock.release()
 

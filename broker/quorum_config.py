@@ -4,11 +4,13 @@
 reached at its ``id@host:port`` through the first of ``controller.listener.names``, as
 Kafka's ``QuorumConfig`` reads it. Unset, the node is the one voter of its own quorum
 (the zero-config single node). The timers and limits carry over to the Raft core as
-Kafka's names mean them.
+Kafka's names mean them. :func:`node_properties` writes the settings of a node of such
+a quorum, for the tools and test rigs that start several on one machine.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -121,3 +123,35 @@ def raft_config(values: Mapping[str, Value], kraft_version: int = 0) -> RaftConf
         fetch_snapshot_max_bytes=num("controller.quorum.fetch.snapshot.max.bytes"),
         kraft_version=kraft_version,
     )
+
+
+def node_properties(
+    node_id: int,
+    roles: str,
+    host: str,
+    ports: tuple[int, int],
+    voters: str,
+    data_dir: str | os.PathLike[str],
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, str]:
+    """A node of a static quorum: ``roles`` on ``host``, its broker listener on ``ports[0]``
+    and its controller listener on ``ports[1]`` (where the roles have them); ``voters`` is
+    ``controller.quorum.voters``."""
+    listeners = []
+    if "broker" in roles:
+        listeners.append(f"PLAINTEXT://{host}:{ports[0]}")
+    if "controller" in roles:
+        listeners.append(f"CONTROLLER://{host}:{ports[1]}")
+    props = {
+        "node.id": str(node_id),
+        "process.roles": roles,
+        "listeners": ",".join(listeners),
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters": voters,
+        "log.dirs": str(data_dir),
+        **{k: str(v) for k, v in (extra or {}).items()},
+    }
+    if "broker" in roles:
+        props["advertised.listeners"] = f"PLAINTEXT://{host}:{ports[0]}"
+    return props

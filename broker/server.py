@@ -189,6 +189,11 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def abort(self) -> None:
+        """Drop the socket at once, whatever is in flight (a crash, for tests)."""
+        if self._transport is not None:
+            self._transport.abort()
+
     def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = self._loop.create_task(work)
         self._tasks.add(task)
@@ -268,6 +273,13 @@ class KafkaServer:
                 if conn.core is not None and conn.core.listener is self.listener:
                     conn.core.close_if_idle(timeout_ns)
 
+    def abort(self) -> None:
+        """Stop accepting at once (a crash, for tests)."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+        if self._server is not None:
+            self._server.close()
+
     async def stop(self) -> None:
         """Stop accepting; connections are closed by the broker once in-flight work ends."""
         if self._reaper is not None:
@@ -282,9 +294,9 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 #: Security protocols millpond can serve so far.
 SERVED_PROTOCOLS = ("PLAINTEXT",)
 #: The controller's APIs millpond serves on a controller listener: the admin APIs its
-#: handlers answer as the controller would (topics, partitions, configs, features) and
-#: ApiVersions; the KRaft APIs come from ``CONTROLLER_ROUTES``.
-CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 44, 57, 60})
+#: handlers answer as the controller would (topics, partitions, leader elections,
+#: configs, features) and ApiVersions; the KRaft APIs come from ``CONTROLLER_ROUTES``.
+CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 43, 44, 57, 60})
 
 
 class ListenerPlan(NamedTuple):

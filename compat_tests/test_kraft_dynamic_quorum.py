@@ -20,7 +20,7 @@ import pytest
 
 from compat_tests.kafka.controller import KafkaController
 from compat_tests.kafka.reference import free_port, run_tool
-from millpond.local_cluster import node_properties
+from millpond.broker.quorum_config import node_properties
 from millpond.storage.checkpoints import read_meta_properties
 from millpond.storage.fs import OsFileSystem
 from tests.cluster import rig

@@ -16,7 +16,7 @@ import pytest
 
 from compat_tests.kafka.controller import KafkaController
 from compat_tests.kafka.reference import free_port
-from millpond.local_cluster import node_properties
+from millpond.broker.quorum_config import node_properties
 from tests.cluster import rig
 from tests.cluster.rig import Node, live_brokers, quorum_leader
 

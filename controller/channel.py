@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from millpond.controller.controller import MetadataListener, QuorumController
     from millpond.controller.feature_control import FeatureUpdate
     from millpond.controller.image import BrokerEndpoint, ConfigResource, MetadataImage
+    from millpond.controller.leader_election import ElectionType, TopicElection
     from millpond.controller.raft.keys import Endpoint
     from millpond.controller.replication_control import (
         CreatableTopic,
@@ -161,6 +162,13 @@ class LocalControllerChannel:
         self, topics: Sequence[CreatePartitionsTopic], *, validate_only: bool = False
     ) -> list[CreatePartitionsResult]:
         return await self.submit(lambda c: c.create_partitions(topics, validate_only=validate_only))
+
+    async def elect_leaders(
+        self,
+        election: ElectionType,
+        requested: Sequence[tuple[str, Sequence[int]]] | None,
+    ) -> list[TopicElection]:
+        return await self.submit(lambda c: c.elect_leaders(election, requested))
 
     async def alter_configs(
         self,

@@ -88,6 +88,7 @@ from millpond.wire.generated.metadata.abort_transaction_record import AbortTrans
 from millpond.wire.records import RecordBatch
 
 if TYPE_CHECKING:
+    from millpond.controller.leader_election import ElectionType, TopicElection
     from millpond.controller.replication_control import (
         CreatableTopic,
         CreatePartitionsResult,
@@ -524,6 +525,16 @@ class QuorumController:
                 self._image, topics, validate_only=validate_only, rng=self._rng
             )
         )
+
+    def elect_leaders(
+        self,
+        election: ElectionType,
+        requested: Sequence[tuple[str, Sequence[int]]] | None,
+    ) -> ControllerResult[list[TopicElection]]:
+        from millpond.controller import leader_election  # noqa: PLC0415
+
+        self._check_active()
+        return self._commit(leader_election.elect_leaders(self._image, election, requested))
 
     # -- configs and features ----------------------------------------------------------------
 

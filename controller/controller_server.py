@@ -76,6 +76,11 @@ def _bootstrap_features(
     return features
 
 
+def raft_client_id(node_id: int) -> str:
+    """The client id of a node's requests to the other controllers of the quorum."""
+    return f"raft-client-{node_id}"
+
+
 class ControllerServer:
     def __init__(
         self,
@@ -139,7 +144,7 @@ class ControllerServer:
             PeerChannel(
                 self.address_of,
                 codec.SUPPORTED_VERSIONS,
-                client_id=f"raft-client-{config.node_id}",
+                client_id=raft_client_id(config.node_id),
                 request_timeout_ms=raft_config.request_timeout_ms,
             ),
             clock,

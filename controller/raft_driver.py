@@ -93,6 +93,10 @@ class RaftDriver:
                 future.set_exception(ConnectionAbortedError("the quorum driver stopped"))
         self._inbound.clear()
 
+    def close_peers(self) -> None:
+        """Close the connections to the other nodes now (a crash, for tests)."""
+        self._peers.close()
+
     def wake(self) -> None:
         """The core may have something to send (called by the Raft client)."""
         self._wake.set()

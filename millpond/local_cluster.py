@@ -26,41 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["LocalNode", "node_properties", "plan", "register", "run"]
+__all__ = ["LocalNode", "plan", "register", "run"]
 
 READY_TIMEOUT_S = 120.0
-
-
-def node_properties(
-    node_id: int,
-    roles: str,
-    host: str,
-    ports: tuple[int, int],
-    voters: str,
-    data_dir: Path,
-    extra: Mapping[str, object] | None = None,
-) -> dict[str, str]:
-    """A node of a static quorum: ``roles`` on ``host``, its broker listener on ``ports[0]``
-    and its controller listener on ``ports[1]`` (where the roles have them); ``voters`` is
-    ``controller.quorum.voters``."""
-    listeners = []
-    if "broker" in roles:
-        listeners.append(f"PLAINTEXT://{host}:{ports[0]}")
-    if "controller" in roles:
-        listeners.append(f"CONTROLLER://{host}:{ports[1]}")
-    props = {
-        "node.id": str(node_id),
-        "process.roles": roles,
-        "listeners": ",".join(listeners),
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.quorum.voters": voters,
-        "log.dirs": str(data_dir),
-        **{k: str(v) for k, v in (extra or {}).items()},
-    }
-    if "broker" in roles:
-        props["advertised.listeners"] = f"PLAINTEXT://{host}:{ports[0]}"
-    return props
 
 
 class LocalNode(NamedTuple):
@@ -81,6 +49,8 @@ def plan(
     extra: Mapping[str, str],
 ) -> list[LocalNode]:
     """The nodes of the cluster, controllers first."""
+    from millpond.broker.quorum_config import node_properties  # noqa: PLC0415 (a tool's)
+
     voters = ",".join(f"{i}@127.0.0.1:{controller_port + i - 1}" for i in range(1, controllers + 1))
     nodes = []
     for index in range(controllers + brokers):

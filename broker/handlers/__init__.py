@@ -78,6 +78,7 @@ ROUTES: tuple[Route, ...] = (
     _route(19, 2, 7, "create_topics"),
     _route(20, 1, 6, "delete_topics"),
     _route(37, 0, 3, "create_partitions"),
+    _route(43, 0, 2, "elect_leaders"),
     _route(21, 0, 2, "delete_records"),
     _route(32, 1, 4, "describe_configs"),
     _route(33, 0, 2, "alter_configs"),

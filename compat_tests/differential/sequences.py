@@ -60,6 +60,10 @@ from millpond.wire.generated.api.describe_topic_partitions_request import (
 from millpond.wire.generated.api.describe_topic_partitions_request import (
     TopicRequest as DtpTopic,
 )
+from millpond.wire.generated.api.elect_leaders_request import ElectLeadersRequest
+from millpond.wire.generated.api.elect_leaders_request import (
+    TopicPartitions as ElectTopicPartitions,
+)
 from millpond.wire.generated.api.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from millpond.wire.generated.api.find_coordinator_request import FindCoordinatorRequest
 from millpond.wire.generated.api.incremental_alter_configs_request import (
@@ -634,6 +638,24 @@ def create_partitions_errors(s: Session) -> None:
     dup = CreatePartitionsTopic(name=s.topic("cp"), count=4, assignments=None)
     s.send(CreatePartitionsRequest(topics=[dup, dup], timeout_ms=30000), 3, "twice")
     s.send(CreatePartitionsRequest(topics=[dup], timeout_ms=30000), 0, "fewer v0")
+
+
+@sequence
+def elect_leaders(s: Session) -> None:
+    """Preferred and unclean elections where none is needed (each partition led by its
+    first replica), unknown topics and partitions, an unknown election type, v0's
+    implied preferred election."""
+    create_quiet(s, "el", 2)
+    asked = [
+        ElectTopicPartitions(topic=s.topic("el"), partitions=[1, 0, 7]),
+        ElectTopicPartitions(topic=s.topic("nope"), partitions=[0]),
+    ]
+    for kind, label in ((0, "preferred"), (1, "unclean"), (5, "unknown type")):
+        request = ElectLeadersRequest(election_type=kind, topic_partitions=asked)
+        s.send(request, 2, label)
+    s.send(ElectLeadersRequest(election_type=1, topic_partitions=asked), 1, "unclean v1")
+    s.send(ElectLeadersRequest(topic_partitions=asked[:1]), 0, "v0")
+    s.send(ElectLeadersRequest(election_type=0, topic_partitions=[]), 2, "none named")
 
 
 @sequence

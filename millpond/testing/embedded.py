@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -210,6 +210,64 @@ def _data_dir(in_memory: bool, data_dir: str | None) -> Iterator[str]:
             yield path
 
 
+class NodeThread:
+    """A node on an event loop of its own in a background thread: started by
+    :meth:`start`, then stopped cleanly (:meth:`stop`) or killed (:meth:`kill`)."""
+
+    def __init__(
+        self, instance: Broker, loop: asyncio.AbstractEventLoop, thread: threading.Thread
+    ) -> None:
+        self.handle = EmbeddedBroker(instance, loop)
+        self._loop = loop
+        self._thread = thread
+
+    @classmethod
+    def start(cls, make: Callable[[], Broker], name: str = "millpond-embedded") -> NodeThread:
+        """Build the node with ``make`` on the new loop and start it; raises what the
+        start raised."""
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        started: list[Broker] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                instance = make()
+                loop.run_until_complete(instance.start())
+                started.append(instance)
+            except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
+                failure.append(exc)
+                return
+            finally:
+                ready.set()
+            loop.run_forever()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        ready.wait()
+        if failure:
+            thread.join()
+            loop.close()
+            raise failure[0]
+        return cls(started[0], loop, thread)
+
+    def stop(self) -> None:
+        """A clean shutdown, as ``millpond serve`` does on SIGTERM."""
+        self._end(stop_and_settle(self.handle.broker))
+
+    def kill(self) -> None:
+        """As ``kill -9``: see :meth:`millpond.broker.node.Broker.abort`."""
+        self._end(self.handle.broker.abort())
+
+    def _end(self, last: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(last, self._loop).result(60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        self._loop.close()
+
+
 @contextmanager
 def broker(
     *,
@@ -223,40 +281,11 @@ def broker(
     second broker can reopen it); by default it is temporary."""
     with _data_dir(in_memory, data_dir) as path:
         config = broker_config(path, configs or {}, keywords)
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        started: list[Broker] = []
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                instance = _new_broker(in_memory, config)
-                loop.run_until_complete(instance.start())
-                started.append(instance)
-            except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
-                failure.append(exc)
-                return
-            finally:
-                ready.set()
-            loop.run_forever()
-
-        thread = threading.Thread(target=run, name="millpond-embedded", daemon=True)
-        thread.start()
-        ready.wait()
-        if failure:
-            thread.join()
-            loop.close()
-            raise failure[0]
-        handle = EmbeddedBroker(started[0], loop)
+        node = NodeThread.start(lambda: _new_broker(in_memory, config))
         try:
-            yield handle
+            yield node.handle
         finally:
-            asyncio.run_coroutine_threadsafe(stop_and_settle(started[0]), loop).result(60)
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+            node.stop()
 
 
 @asynccontextmanager
@@ -280,6 +309,7 @@ async def async_broker(
 __all__ = [
     "AsyncEmbeddedBroker",
     "EmbeddedBroker",
+    "NodeThread",
     "StoredRecord",
     "async_broker",
     "broker",

@@ -17,7 +17,7 @@ import pytest
 
 from millpond.broker.config import ConfigError, build_config
 from millpond.broker.node import Broker
-from millpond.local_cluster import node_properties
+from millpond.broker.quorum_config import node_properties
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from millpond.storage.log_dirs import ensure_meta_properties

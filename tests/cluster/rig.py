@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
+from millpond.broker.quorum_config import node_properties
 from millpond.controller.image import MetadataImage
 from millpond.controller.metadata_log import open_metadata_log, read_image
-from millpond.local_cluster import node_properties
 from millpond.storage.clock import SystemClock
 from millpond.storage.fs import OsFileSystem
 from millpond.wire import Message, RequestHeader, decode_response, encode_request

@@ -1,0 +1,135 @@
+"""ElectLeaders: the leader elections an operator asks for (``kafka-leader-election``),
+as Kafka's controller runs them.
+
+- *Preferred* (type 0): the partition's first replica leads again, if it is in the ISR
+  and usable (unfenced, not shutting down); a partition it leads already needs no
+  election (ELECTION_NOT_NEEDED); one whose first replica cannot lead gets
+  PREFERRED_LEADER_NOT_AVAILABLE and keeps its leader.
+- *Unclean* (type 1): a partition without a leader gets the first usable replica of its
+  ISR, or failing that the first usable replica at all, which then is the whole ISR and
+  leads in the RECOVERING state (it may lack acknowledged records); a partition with a
+  leader needs no election; one with no usable replica gets
+  ELIGIBLE_LEADERS_NOT_AVAILABLE.
+
+Partitions named in the request are answered one by one, in order; with none named
+(null), every partition is tried and only those that needed an election are reported.
+Pure functions of the image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import NamedTuple
+
+from millpond.controller.image import NO_LEADER, MetadataImage, PartitionRegistration
+from millpond.controller.record_serde import ApiMessageAndVersion, with_version
+from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
+
+__all__ = ["ElectionType", "TopicElection", "elect_leaders"]
+
+#: LeaderRecoveryState of a leader elected from outside the ISR.
+RECOVERING = 1
+
+
+class ElectionType(IntEnum):
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+class _Change(NamedTuple):
+    leader: int
+    isr: list[int] | None = None
+    leader_recovery_state: int = -1
+
+
+class TopicElection(NamedTuple):
+    topic: str
+    #: (partition index, outcome), in the request's order.
+    partitions: list[tuple[int, ApiError]]
+
+
+def elect_leaders(
+    image: MetadataImage,
+    election: ElectionType,
+    requested: Sequence[tuple[str, Sequence[int]]] | None,
+) -> ControllerResult[list[TopicElection]]:
+    """One outcome per partition asked for (see the module docstring); ``requested``
+    None asks for every partition."""
+    records: list[ApiMessageAndVersion] = []
+    results = []
+    if requested is None:
+        for topic in sorted(image.topics_by_id.values(), key=lambda t: t.name):
+            outcomes = []
+            for index in sorted(topic.partitions):
+                error = _elect(image, topic.name, index, election, records)
+                if error.code != ErrorCode.ELECTION_NOT_NEEDED:
+                    outcomes.append((index, error))
+            results.append(TopicElection(topic.name, outcomes))
+    else:
+        for name, indexes in requested:
+            outcomes = [(i, _elect(image, name, i, election, records)) for i in indexes]
+            results.append(TopicElection(name, outcomes))
+    return ControllerResult(tuple(records), results)
+
+
+def _elect(
+    image: MetadataImage,
+    name: str,
+    index: int,
+    election: ElectionType,
+    records: list[ApiMessageAndVersion],
+) -> ApiError:
+    topic_id = image.topic_ids_by_name.get(name)
+    topic = None if topic_id is None else image.topics_by_id.get(topic_id)
+    if topic is None:
+        return ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No topic named {name}.")
+    partition = topic.partitions.get(index)
+    if partition is None:
+        return ApiError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No partition {index} in topic {name}."
+        )
+    change = _change(partition, election, set(image.usable_brokers()))
+    if isinstance(change, ApiError):
+        return change
+    record = PartitionChangeRecord(
+        topic_id=topic.topic_id,
+        partition_id=index,
+        leader=change.leader,
+        isr=change.isr,
+        leader_recovery_state=change.leader_recovery_state,
+    )
+    records.append(with_version(record))
+    return NO_ERROR
+
+
+def _change(
+    p: PartitionRegistration, election: ElectionType, usable: set[int]
+) -> _Change | ApiError:
+    """The change the election makes, or why there is none."""
+    preferred = p.replicas[0] if p.replicas else NO_LEADER
+    if election is ElectionType.PREFERRED:
+        if p.leader == preferred:
+            return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
+        if preferred in p.isr and preferred in usable:
+            return _Change(preferred)
+        return ApiError(
+            ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+            f"The preferred replica {preferred} is not in the ISR or not usable (fenced or"
+            " shutting down); retry once it has caught up and is unfenced.",
+        )
+    if p.leader != NO_LEADER:
+        return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
+    in_sync = next((r for r in p.replicas if r in p.isr and r in usable), None)
+    if in_sync is not None:
+        return _Change(in_sync)
+    unclean = next((r for r in p.replicas if r in usable), None)
+    if unclean is not None:
+        return _Change(unclean, [unclean], RECOVERING)
+    return ApiError(
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        "No replica of the partition is usable (every one is fenced or shutting down); "
+        "retry once one is back.",
+    )

@@ -1,0 +1,94 @@
+"""The embedded cluster (millpond.testing.cluster) with a real client: three controllers
+and two brokers in this process. Killing the active controller elects another and loses
+no acknowledged topic; a killed controller restarts on its data and catches up; an
+isolated broker is fenced and comes back once healed; an isolated leader is replaced;
+admin requests sent to any broker reach the active controller, ElectLeaders among
+them; and the nodes' threads and descriptors are gone afterwards."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+
+from millpond.testing.cluster import ClusterError, EmbeddedCluster, cluster
+from millpond.wire.errors import ErrorCode
+
+
+def _until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def _topics(running: EmbeddedCluster, node_id: int) -> set[str]:
+    """The topics a controller's committed metadata holds."""
+    image = running.node(node_id).handle.call(lambda b: b.controller_server.committed_image)
+    return set(image.topic_ids_by_name)
+
+
+def test_failover_kill_restart_and_isolate() -> None:
+    threads_before = {t.ident for t in threading.enumerate()}
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with cluster(controllers=3, brokers=2) as running:
+        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+        try:
+            admin.create_topics([NewTopic("before", 2, 1)])
+            first = running.wait_for_leader()
+            running.kill(first)
+            second = running.wait_for_leader(other_than=first)
+            admin.create_topics([NewTopic("while-down", 1, 1)])  # through the new leader
+            running.restart(first)
+            _until(lambda: "while-down" in _topics(running, first), "the restarted node caught up")
+            assert {"before", "while-down"} <= _topics(running, first)
+
+            running.isolate(second)
+            third = running.wait_for_leader(other_than=second)
+            assert third != second
+            admin.create_topics([NewTopic("while-cut-off", 1, 1)])
+            assert "while-cut-off" not in _topics(running, second)  # it heard nothing
+            running.heal(second)
+            _until(lambda: "while-cut-off" in _topics(running, second), "the healed node caught up")
+
+            broker = running.brokers[0]
+            running.isolate(broker)
+            _until(lambda: broker not in running.live_brokers(), "the isolated broker fenced")
+            running.heal(broker)
+            running.wait_ready()
+            assert set(running.brokers) <= running.live_brokers()
+
+            # ElectLeaders goes on to the active controller like any admin request: every
+            # partition is led by its preferred (only) replica already.
+            answer = admin.elect_leaders(0, {"before": [0, 1], "nope": [0]}, raise_errors=False)
+            codes = {
+                (topic.topic, p.partition_id): p.error_code
+                for topic in answer.replica_election_results
+                for p in topic.partition_result
+            }
+            assert codes == {
+                ("before", 0): ErrorCode.ELECTION_NOT_NEEDED,
+                ("before", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            }
+        finally:
+            admin.close()
+    lingering = [t for t in threading.enumerate() if t.ident not in threads_before]
+    assert [t.name for t in lingering if t.name.startswith("millpond-node-")] == []
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + 2  # the client's, closing
+
+
+def test_asking_a_stopped_node_says_so() -> None:
+    with cluster(controllers=1, brokers=1) as running:
+        running.stop(2)
+        with pytest.raises(ClusterError, match="node 2 is not running"):
+            running.isolate(2)
+        with pytest.raises(ClusterError, match="no node 7"):
+            running.kill(7)
+        running.restart(2)
+        running.wait_ready()

@@ -170,33 +170,38 @@ class Broker(BrokerServer):
                 raise
         #: The controller role: this node's replica of the metadata quorum (a voter, or
         #: an observer for a broker-only node) and its controller.
-        self.controller_server = ControllerServer(
-            fs,
-            data_dir,
-            clock,
-            rng,
-            ControllerConfig(
-                node_id=node_id,
-                cluster_id=cluster_id,
-                num_partitions=num_partitions,
-                default_replication_factor=default_replication_factor,
-                broker_session_timeout_ms=(
-                    config.get_int("broker.session.timeout.ms", 9000)
-                    if several and not self.broker_only
-                    else None
+        try:
+            self.controller_server = ControllerServer(
+                fs,
+                data_dir,
+                clock,
+                rng,
+                ControllerConfig(
+                    node_id=node_id,
+                    cluster_id=cluster_id,
+                    num_partitions=num_partitions,
+                    default_replication_factor=default_replication_factor,
+                    broker_session_timeout_ms=(
+                        config.get_int("broker.session.timeout.ms", 9000)
+                        if several and not self.broker_only
+                        else None
+                    ),
+                    snapshots=_snapshot_triggers(config),
                 ),
-                snapshots=_snapshot_triggers(config),
-            ),
-            raft=raft,
-            voters=voters,
-            bootstrap_servers=bootstrap_servers,
-            directory_id=ensure_meta_properties(
-                fs, data_dir, cluster_id, node_id, clock
-            ).directory_id,
-            raft_config=raft_config,
-            observer=self.broker_only,
-            log_config=_metadata_log_config(config),
-        )
+                raft=raft,
+                voters=voters,
+                bootstrap_servers=bootstrap_servers,
+                directory_id=ensure_meta_properties(
+                    fs, data_dir, cluster_id, node_id, clock
+                ).directory_id,
+                raft_config=raft_config,
+                observer=self.broker_only,
+                log_config=_metadata_log_config(config),
+            )
+        except BaseException:  # a metadata log it cannot open: free the directories
+            for lock in self._locks:
+                lock.release()
+            raise
         channel: ControllerChannel = self.controller_server.channel
         link = None
         if several and not self.controller_only:

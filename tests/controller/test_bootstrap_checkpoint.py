@@ -6,6 +6,7 @@ at start, saying which."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,9 @@ from millpond.controller.record_serde import encode_metadata_record, with_versio
 from millpond.quorum_format import write_bootstrap
 from millpond.storage.clock import ManualClock
 from millpond.storage.config_def import ConfigError
-from millpond.storage.fs import MemFileSystem
+from millpond.storage.fs import MemFileSystem, OsFileSystem
+from millpond.storage.log_dirs import ensure_meta_properties
+from millpond.testing import broker
 from millpond.wire.generated.metadata.feature_level_record import FeatureLevelRecord
 
 from .helpers import CLUSTER_ID, LOG_DIR, NODE_ID, mem_fs, replayed
@@ -102,3 +105,19 @@ def test_levels_millpond_cannot_run_stop_the_node_saying_which() -> None:
     message = str(info.value)
     assert "metadata.version=33" in message and "only supports versions 7-27" in message
     assert "--release-version 4.1-IV1" in message
+
+
+def test_a_node_refused_at_start_frees_its_directories(tmp_path: Path) -> None:
+    """The refusal comes while the node holds its directories' locks: it lets them go,
+    so that the same process may start a node there once the data is fixed."""
+    ensure_meta_properties(OsFileSystem(), str(tmp_path), CLUSTER_ID, NODE_ID, ManualClock())
+    log = open_metadata_log(OsFileSystem(), str(tmp_path), ManualClock(), kraft_version=1)
+    record = with_version(FeatureLevelRecord(name="metadata.version", feature_level=33))
+    log.write_bootstrap_checkpoint(VoterSet([ME]), [encode_metadata_record(record)])
+    log.log.close()
+    for _ in range(2):  # the second start meets the same error, not a locked directory
+        with (
+            pytest.raises(ConfigError, match="metadata.version=33"),
+            broker(data_dir=str(tmp_path)),
+        ):
+            pass

@@ -354,6 +354,8 @@ class Broker(BrokerServer):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(self.fs, OsFileSystem):
+            self.fs.abandon_open_files()
         for lock in self._locks:
             lock.release()
 

@@ -3,7 +3,8 @@ and two brokers in this process. Killing the active controller elects another an
 no acknowledged topic; a killed controller restarts on its data and catches up; an
 isolated broker is fenced and comes back once healed; an isolated leader is replaced;
 admin requests sent to any broker reach the active controller, ElectLeaders among
-them; and the nodes' threads and descriptors are gone afterwards."""
+them; and the nodes' threads and descriptors, killed ones' included, are gone
+afterwards."""
 
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ def test_failover_kill_restart_and_isolate() -> None:
             running.heal(broker)
             running.wait_ready()
             assert set(running.brokers) <= running.live_brokers()
+            running.kill(broker)  # its files are let go unflushed, as the kernel would
+            running.restart(broker)
+            running.wait_ready()
 
             # ElectLeaders goes on to the active controller like any admin request: every
             # partition is led by its preferred (only) replica already.

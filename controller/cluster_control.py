@@ -8,12 +8,12 @@ unfenced (BrokerRegistrationChangeRecord, fenced = -1) once it has caught up wit
 metadata log, which for a combined single node is right after its own registration.
 
 Refusals, as Kafka's: INCONSISTENT_CLUSTER_ID for another cluster's broker;
-DUPLICATE_BROKER_REGISTRATION when another incarnation of the id registered with *this*
-controller and still holds the id unfenced (a controller restart forgets sessions, as
-Kafka's forgets heartbeats, so a restarted node can always register again);
-UNSUPPORTED_VERSION when the broker cannot run a finalized feature level; and
-STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED for requests naming an old epoch or
-an unknown broker.
+DUPLICATE_BROKER_REGISTRATION when another incarnation of the id holds it with a session
+this controller has heard from within ``broker.session.timeout.ms``, fenced or not (a new
+active controller starts with no sessions, as Kafka's with no heartbeat times, so a
+restarted node can register again at once); UNSUPPORTED_VERSION when the broker cannot
+run a finalized feature level; and STALE_BROKER_EPOCH for requests naming an old epoch
+or a broker that has not registered.
 
 Controllers register too (ControllerRegistration, as Kafka's controllers do with the
 active one): a RegisterControllerRecord with their listeners and supported features,
@@ -94,25 +94,19 @@ def register_broker(
     request: BrokerRegistrationRequest,
     *,
     next_offset: int,
-    sessions: dict[int, bytes],
+    live_session: bool,
     kraft_version: int = 0,
 ) -> ControllerResult[BrokerRegistrationResult]:
     """Register (or re-register) a broker; ``next_offset`` is where the record will land
-    (it becomes the broker epoch); ``sessions`` maps broker ids to the incarnation that
-    registered with this controller instance."""
+    (it becomes the broker epoch); ``live_session``: the registered broker of that id was
+    heard from within its session timeout."""
     if request.cluster_id != image.cluster_id:
         return _refuse(
             ErrorCode.INCONSISTENT_CLUSTER_ID,
             f"Expected cluster ID {image.cluster_id}, but got cluster ID {request.cluster_id}",
         )
     existing = image.brokers.get(request.broker_id)
-    session = sessions.get(request.broker_id)
-    if (
-        existing is not None
-        and not existing.fenced
-        and session is not None
-        and session != request.incarnation_id
-    ):
+    if existing is not None and live_session and existing.incarnation_id != request.incarnation_id:
         return _refuse(
             ErrorCode.DUPLICATE_BROKER_REGISTRATION,
             "Another broker is registered with that broker id.",
@@ -190,10 +184,10 @@ def _refuse(code: ErrorCode, message: str) -> ControllerResult[BrokerRegistratio
 
 def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> ApiError:
     broker = image.brokers.get(broker_id)
-    if broker is None:
+    if broker is None:  # Kafka answers a heartbeat before registration so
         return ApiError(
-            ErrorCode.BROKER_ID_NOT_REGISTERED,
-            f"Broker ID {broker_id} is not currently registered",
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker {broker_id} is not registered: it registers before it heartbeats",
         )
     if broker.broker_epoch != broker_epoch:
         return ApiError(

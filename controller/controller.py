@@ -152,8 +152,6 @@ class QuorumController:
         self._failure: BaseException | None = None
         #: Records skipped (unknown or irrelevant types) while replaying the log.
         self.skipped_records = 0
-        #: broker id -> incarnation id registered with this controller while active.
-        self._sessions: dict[int, bytes] = {}
         #: broker id -> when it last registered or heartbeat (monotonic ms), while active;
         #: a broker not heard from yet counts from the activation.
         self._contact: dict[int, int] = {}
@@ -270,7 +268,6 @@ class QuorumController:
             return
         self._active = leader.epoch
         self._image = self._committed
-        self._sessions.clear()
         self._contact.clear()
         self._active_since = self._clock.monotonic_ms()
         if self._replayer.in_transaction:
@@ -294,7 +291,7 @@ class QuorumController:
         self._active = None
         self._image = self._committed
         self._uncommitted.clear()
-        self._sessions.clear()
+        self._contact.clear()
         error = NotControllerError(
             f"node {self.config.node_id} is no longer the active controller (epoch"
             f" {leader.epoch}, leader {leader.leader_id}); ask the new one"
@@ -414,14 +411,21 @@ class QuorumController:
             self._image,
             request,
             next_offset=self._raft.end_offset,
-            sessions=self._sessions,
+            live_session=self._has_session(broker_id),
             kraft_version=self._raft.log.kraft_version,
         )
         if result.response.error.is_success:
-            self._sessions[broker_id] = incarnation_id
             self._contact[broker_id] = self._clock.monotonic_ms()
         self._check_active()
         return self._commit(result)
+
+    def _has_session(self, broker_id: int) -> bool:
+        """Heard from within ``broker.session.timeout.ms`` (ever, on a single node)."""
+        heard = self._contact.get(broker_id)
+        timeout = self.config.broker_session_timeout_ms
+        if heard is None or timeout is None:
+            return heard is not None
+        return self._clock.monotonic_ms() - heard <= timeout
 
     def broker_heartbeat(
         self, request: BrokerHeartbeatRequest
@@ -475,7 +479,7 @@ class QuorumController:
         )
 
     def unregister_broker(self, broker_id: int) -> ControllerResult[ApiError]:
-        self._sessions.pop(broker_id, None)
+        self._contact.pop(broker_id, None)
         self._check_active()
         return self._commit(cluster_control.unregister_broker(self._image, broker_id))
 

@@ -91,6 +91,7 @@ class RaftDriver:
         for future, _ in self._inbound.values():
             if not future.done():  # the requester's connection is closed, not cancelled
                 future.set_exception(ConnectionAbortedError("the quorum driver stopped"))
+                future.exception()  # heard here, if its requester is gone already
         self._inbound.clear()
 
     def close_peers(self) -> None:

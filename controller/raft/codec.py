@@ -601,6 +601,9 @@ def encode_response(
     voter's listeners by node id. Raises :class:`RaftCodecError` (UNSUPPORTED_VERSION)
     when the version cannot carry the message.
     """
+    bare = _bare_refusal(message, version)
+    if bare is not None:
+        return bare
     match message:
         case m.VoteResponse():
             _check_version(vote_resp.VoteResponse, version)
@@ -656,6 +659,32 @@ def encode_response(
         case m.DescribeQuorumResponse():
             return _encode_describe_response(message, version, nodes or {})
     raise TypeError(f"not a raft response: {message!r}")
+
+
+#: The answers Kafka gives a request refused as a whole (another cluster's) as the error
+#: alone: no partition, no leader's address (Fetch from v12, which names the cluster).
+_BARE_REFUSALS: Mapping[type, type[Message]] = MappingProxyType(
+    {
+        m.FetchResponse: fetch_resp.FetchResponse,
+        m.VoteResponse: vote_resp.VoteResponse,
+        m.BeginQuorumEpochResponse: begin_resp.BeginQuorumEpochResponse,
+        m.EndQuorumEpochResponse: end_resp.EndQuorumEpochResponse,
+        m.FetchSnapshotResponse: snap_resp.FetchSnapshotResponse,
+    }
+)
+
+
+def _bare_refusal(message: m.Response, version: int) -> Message | None:
+    wire = _BARE_REFUSALS.get(type(message))
+    top = getattr(message, "top_error", ErrorCode.NONE)
+    if wire is None or top == ErrorCode.NONE:
+        return None
+    if isinstance(message, m.FetchResponse) and version < 12:
+        return None
+    _check_version(wire, version)
+    refusal = wire()
+    refusal.error_code = top  # type: ignore[attr-defined]
+    return refusal
 
 
 def _epoch_response(

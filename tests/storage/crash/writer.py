@@ -90,6 +90,7 @@ class HookFile(FileWrapper):
 
 class HookFs(OsFileSystem):
     def __init__(self, stopper: Stopper) -> None:
+        super().__init__()
         self._stop = stopper
 
     def open(self, path: str, *, create: bool = False) -> File:

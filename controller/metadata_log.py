@@ -178,8 +178,9 @@ def _dynamic_quorum(
 ) -> tuple[VoterSet, int]:
     """The bootstrap voter set and kraft.version of a quorum without static voters."""
     checkpoint = log.bootstrap_checkpoint()
-    if checkpoint is not None and checkpoint.voters_record is not None:
-        return decode_voters(checkpoint.voters_record), max(1, checkpoint.kraft_version)
+    header = None if checkpoint is None else checkpoint.header
+    if header is not None and header.voters_record is not None:
+        return decode_voters(header.voters_record), max(1, header.kraft_version)
     latest = log.latest_snapshot()
     dynamic = latest is not None and log.snapshot_header(latest).kraft_version >= 1
     if bootstrap_servers or dynamic:

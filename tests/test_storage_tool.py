@@ -78,10 +78,10 @@ def _bootstrap(directory: Path) -> tuple[VoterSet | None, int, dict[str, int]]:
     try:
         checkpoint = log.bootstrap_checkpoint()
         assert checkpoint is not None
-        voters = checkpoint.voters_record
+        voters = checkpoint.header.voters_record
         return (
             None if voters is None else decode_voters(voters),
-            checkpoint.kraft_version,
+            checkpoint.header.kraft_version,
             read_bootstrap_features(checkpoint.batches),
         )
     finally:

@@ -148,7 +148,7 @@ class RaftClient:
             contents = self.log.snapshot_contents(latest)
             self._delivered = latest.offset
             listener.handle_load_snapshot(
-                LoadedSnapshot(latest, contents.batches, contents.last_contained_timestamp)
+                LoadedSnapshot(latest, contents.batches, contents.header.last_contained_timestamp)
             )
         self._loaded = True
         hw = self.node.high_watermark

@@ -46,11 +46,11 @@ __all__ = [
     "SUFFIX",
     "SnapshotContents",
     "SnapshotFormatError",
+    "SnapshotHeader",
     "data_batches",
     "encode_snapshot",
-    "SnapshotHeader",
-    "read_header",
     "parse_snapshot_name",
+    "read_header",
     "read_snapshot",
     "snapshot_name",
 ]
@@ -151,17 +151,6 @@ def _control(kind: ControlRecordType, value: bytes, now: int) -> NewRecord:
     return NewRecord(key=build_control_key(kind), value=value, timestamp=now)
 
 
-class SnapshotContents(NamedTuple):
-    #: The append time of the last record the snapshot covers (its age for retention).
-    last_contained_timestamp: int
-    #: The VotersRecord's bytes, if the snapshot has one (``kraft.version`` >= 1).
-    voters_record: bytes | None
-    #: The data batches, in order.
-    batches: list[RecordBatch]
-    #: The KRaftVersionRecord's level (0 when the snapshot has none).
-    kraft_version: int = 0
-
-
 class SnapshotHeader(NamedTuple):
     """What a snapshot's first (control) batch says."""
 
@@ -197,6 +186,13 @@ def read_header(batch: RecordBatch) -> SnapshotHeader:
     return SnapshotHeader(timestamp, voters, kraft_version)
 
 
+class SnapshotContents(NamedTuple):
+    #: What the first batch says (its timestamp is the snapshot's age for retention).
+    header: SnapshotHeader
+    #: The data batches, in order.
+    batches: list[RecordBatch]
+
+
 def read_snapshot(data: bytes | memoryview, *, check_crc: bool = True) -> SnapshotContents:
     """The parts of a whole snapshot; :class:`SnapshotFormatError` if ``data`` is torn,
     fails a CRC, or does not begin with a header and end with a footer."""
@@ -219,9 +215,4 @@ def read_snapshot(data: bytes | memoryview, *, check_crc: bool = True) -> Snapsh
     footer = [parse_control_key(r.key).type for r in batches[-1].records()]
     if footer != [ControlRecordType.SNAPSHOT_FOOTER]:
         raise SnapshotFormatError("the snapshot's last batch is not a SnapshotFooterRecord")
-    return SnapshotContents(
-        header.last_contained_timestamp,
-        header.voters_record,
-        [b for b in batches[1:-1] if not b.is_control],
-        header.kraft_version,
-    )
+    return SnapshotContents(header, [b for b in batches[1:-1] if not b.is_control])

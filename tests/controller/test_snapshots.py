@@ -81,7 +81,7 @@ def test_a_snapshot_is_header_data_footer_numbered_from_zero() -> None:
     assert header == [ControlRecordType.SNAPSHOT_HEADER]
     assert footer == [ControlRecordType.SNAPSHOT_FOOTER]
     contents = read_snapshot(data)
-    assert contents.last_contained_timestamp == 42
+    assert contents.header.last_contained_timestamp == 42
     assert [bytes(r.value or b"") for b in contents.batches for r in b.records()] == payloads
 
 

@@ -316,9 +316,11 @@ class Broker(BrokerServer):
         self.controller_server.local_endpoints = self._controller_endpoints
         await self.controller_server.start()
         await super().start()
+        self.controller_server.listeners_bound()
 
     def _controller_endpoints(self) -> tuple[Endpoint, ...]:
-        """This node's controller listeners, where the quorum's answers say its leader is."""
+        """This node's controller listeners: where the quorum's answers say its leader
+        is, and what it announces to the quorum."""
         found = []
         for server in self.listeners.servers:
             if server.listener.controller:

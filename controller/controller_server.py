@@ -172,6 +172,12 @@ class ControllerServer:
             return self.local_endpoints()
         return endpoints or self.driver.leader_endpoints.get(node_id, ())
 
+    def listeners_bound(self) -> None:
+        """This node's controller listeners are bound: the quorum learns them (a voter
+        announces them to the leader, a leader records its own)."""
+        self.raft.node.local_endpoints = self.local_endpoints()
+        self.driver.wake()
+
     async def start(self) -> None:
         """Start carrying the quorum's messages (on the running event loop), and, where
         brokers have sessions, fencing those that let theirs lapse."""

@@ -100,6 +100,7 @@ CONTROLLER_ROUTES: tuple[Route, ...] = (
     _route(59, 0, 1, "controller_role"),
     _route(80, 0, 1, "controller_role"),
     _route(81, 0, 0, "controller_role"),
+    _route(82, 0, 0, "controller_role"),
     _route(62, 0, 4, "controller_role"),
     _route(63, 0, 2, "controller_role"),
     _route(67, 0, 0, "controller_role"),

@@ -1,7 +1,8 @@
 """What a controller listener hands to this node's controller role.
 
 - The KRaft APIs: Vote (52), BeginQuorumEpoch (53), EndQuorumEpoch (54), DescribeQuorum
-  (55), FetchSnapshot (59), AddRaftVoter (80), RemoveRaftVoter (81), and Fetch (1) of
+  (55), FetchSnapshot (59), AddRaftVoter (80), RemoveRaftVoter (81), UpdateRaftVoter
+  (82), and Fetch (1) of
   ``__cluster_metadata``. This node's replica of the metadata quorum answers them as
   Kafka 4.4's raft client does (the answer may wait: a follower's Fetch long-polls at the
   leader). DescribeQuorum comes here from broker listeners too.

@@ -21,7 +21,7 @@ from typing import Any
 from compat_tests.differential.runner import SequenceFn, Session
 from millpond.controller.raft import codec
 from millpond.controller.raft import messages as m
-from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey
+from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey
 from millpond.wire.generated.api import describe_quorum_request as dq
 from millpond.wire.generated.api.broker_heartbeat_request import BrokerHeartbeatRequest
 from millpond.wire.generated.api.broker_registration_request import (
@@ -155,6 +155,34 @@ def quorum_fetch_edges(s: Session) -> None:
     _send_core(s, fetch(CLUSTER_ID, epoch, offset=500, last_epoch=epoch), 17, "past the end")
     _send_core(s, fetch(CLUSTER_ID, epoch, offset=1, last_epoch=epoch + 5), 17, "future last epoch")
     _send_core(s, fetch(CLUSTER_ID, epoch), 17, "from the start")
+
+
+@sequence
+def quorum_update_voter_edges(s: Session) -> None:
+    """UpdateRaftVoter as a voter sends it, refused in each way Kafka checks. (Not an
+    accepted one: the only voter is the leader, and Kafka 4.4's controller stops on a
+    fatal fault when an UpdateRaftVoter names the leader itself, counting it as a fetch
+    from itself.)"""
+    epoch = _epoch(s)
+    host, port = s.bootstrap.rsplit(":", 1)
+    here = (Endpoint("CONTROLLER", host, int(port)),)
+    good = m.UpdateVoterRequest(CLUSTER_ID, epoch, VOTER, here, (0, 1))
+    cases: list[tuple[str, m.UpdateVoterRequest]] = [
+        ("another cluster", good._replace(cluster_id=OTHER_CLUSTER)),
+        ("stale epoch", good._replace(current_leader_epoch=epoch - 1)),
+        ("future epoch", good._replace(current_leader_epoch=epoch + 1)),
+        ("no directory id", good._replace(voter=ReplicaKey(1))),
+        ("another listener only", good._replace(endpoints=(Endpoint("OTHER", host, 1),))),
+        ("no listener", good._replace(endpoints=())),
+        ("versions upside down", good._replace(kraft_versions=(1, 0))),
+        ("negative version", good._replace(kraft_versions=(-1, 1))),
+        ("not the quorum's version", good._replace(kraft_versions=(2, 3))),
+        ("no such voter", good._replace(voter=STRANGER)),
+        ("another directory", good._replace(voter=ReplicaKey(1, STRANGER.directory_id))),
+    ]
+    for label, request in cases:
+        _send_core(s, request, 0, label)
+    _describe(s, "after")
 
 
 def _snapshot(cluster: str, at: int, wanted: OffsetAndEpoch) -> m.FetchSnapshotRequest:

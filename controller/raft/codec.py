@@ -15,7 +15,7 @@ or -1/-1 on the wire.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType, ModuleType
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -38,6 +38,8 @@ from millpond.wire.generated.api import fetch_snapshot_request as snap_req
 from millpond.wire.generated.api import fetch_snapshot_response as snap_resp
 from millpond.wire.generated.api import remove_raft_voter_request as remove_req
 from millpond.wire.generated.api import remove_raft_voter_response as remove_resp
+from millpond.wire.generated.api import update_raft_voter_request as update_req
+from millpond.wire.generated.api import update_raft_voter_response as update_resp
 from millpond.wire.generated.api import vote_request as vote_req
 from millpond.wire.generated.api import vote_response as vote_resp
 from millpond.wire.message import Message
@@ -74,6 +76,7 @@ API_KEY_OF: Mapping[type[object], ApiKey] = MappingProxyType(
         m.FetchSnapshotRequest: ApiKey.FETCH_SNAPSHOT,
         m.AddVoterRequest: ApiKey.ADD_RAFT_VOTER,
         m.RemoveVoterRequest: ApiKey.REMOVE_RAFT_VOTER,
+        m.UpdateVoterRequest: ApiKey.UPDATE_RAFT_VOTER,
         m.DescribeQuorumRequest: ApiKey.DESCRIBE_QUORUM,
     }
 )
@@ -92,6 +95,7 @@ SUPPORTED_VERSIONS: Mapping[int, tuple[int, int]] = MappingProxyType(
         ApiKey.FETCH_SNAPSHOT: (0, 1),
         ApiKey.ADD_RAFT_VOTER: (0, 1),
         ApiKey.REMOVE_RAFT_VOTER: (0, 0),
+        ApiKey.UPDATE_RAFT_VOTER: (0, 0),
     }
 )
 
@@ -196,6 +200,14 @@ class _Named(Protocol):
     def port(self) -> int: ...
 
 
+_L = TypeVar("_L")
+
+
+def _listeners(make: Callable[..., _L], endpoints: Sequence[Endpoint]) -> list[_L]:
+    """The wire's listener entries (AddRaftVoter's, UpdateRaftVoter's) for ``endpoints``."""
+    return [make(name=e.listener, host=e.host, port=e.port) for e in endpoints]
+
+
 def _endpoints(entries: Sequence[_Named]) -> tuple[Endpoint, ...]:
     return tuple(Endpoint(e.name, e.host, e.port) for e in entries)
 
@@ -260,10 +272,7 @@ def encode_request(message: m.Request, version: int) -> Message:
                 timeout_ms=message.timeout_ms,
                 voter_id=message.voter.id,
                 voter_directory_id=_uuid(message.voter.directory_id),
-                listeners=[
-                    add_req.Listener(name=e.listener, host=e.host, port=e.port)
-                    for e in message.endpoints
-                ],
+                listeners=_listeners(add_req.Listener, message.endpoints),
             )
         case m.RemoveVoterRequest():
             _check_version(remove_req.RemoveRaftVoterRequest, version)
@@ -271,6 +280,19 @@ def encode_request(message: m.Request, version: int) -> Message:
                 cluster_id=message.cluster_id,
                 voter_id=message.voter.id,
                 voter_directory_id=_uuid(message.voter.directory_id),
+            )
+        case m.UpdateVoterRequest():
+            _check_version(update_req.UpdateRaftVoterRequest, version)
+            return update_req.UpdateRaftVoterRequest(
+                cluster_id=message.cluster_id,
+                current_leader_epoch=message.current_leader_epoch,
+                voter_id=message.voter.id,
+                voter_directory_id=_uuid(message.voter.directory_id),
+                listeners=_listeners(update_req.Listener, message.endpoints),
+                k_raft_version_feature=update_req.KRaftVersionFeature(
+                    min_supported_version=message.kraft_versions[0],
+                    max_supported_version=message.kraft_versions[1],
+                ),
             )
         case m.DescribeQuorumRequest():
             _check_version(describe_req.DescribeQuorumRequest, version)
@@ -464,6 +486,15 @@ def decode_request(wire: Message) -> m.Request:
             return m.RemoveVoterRequest(
                 wire.cluster_id, _key(wire.voter_id, wire.voter_directory_id)
             )
+        case update_req.UpdateRaftVoterRequest():
+            feature = wire.k_raft_version_feature
+            return m.UpdateVoterRequest(
+                wire.cluster_id,
+                wire.current_leader_epoch,
+                _key(wire.voter_id, wire.voter_directory_id),
+                _endpoints(wire.listeners),
+                (feature.min_supported_version, feature.max_supported_version),
+            )
         case describe_req.DescribeQuorumRequest():
             if _metadata_partition(wire.topics) is None:
                 raise RaftCodecError(_UNKNOWN, f"DescribeQuorumRequest not of {METADATA_TOPIC}-0")
@@ -578,6 +609,9 @@ def error_response(request: Message, version: int, error: ErrorCode) -> Message:
             return remove_resp.RemoveRaftVoterResponse(
                 error_code=error, error_message=error.message
             )
+        case update_req.UpdateRaftVoterRequest():
+            _check_version(update_resp.UpdateRaftVoterResponse, version)
+            return update_resp.UpdateRaftVoterResponse(error_code=error)
     raise TypeError(f"not a raft request: {type(request).__name__}")
 
 
@@ -655,6 +689,18 @@ def encode_response(
             _check_version(remove_resp.RemoveRaftVoterResponse, version)
             return remove_resp.RemoveRaftVoterResponse(
                 error_code=message.error, error_message=message.message
+            )
+        case m.UpdateVoterResponse():
+            _check_version(update_resp.UpdateRaftVoterResponse, version)
+            address = _leader_address(message.leader_id, leader_endpoints, listener)
+            return update_resp.UpdateRaftVoterResponse(
+                error_code=message.error,
+                current_leader=update_resp.CurrentLeader(
+                    leader_id=message.leader_id,
+                    leader_epoch=message.leader_epoch,
+                    host=address.host if address else "",
+                    port=address.port if address else 0,
+                ),
             )
         case m.DescribeQuorumResponse():
             return _encode_describe_response(message, version, nodes or {})
@@ -889,6 +935,15 @@ def decode_response(wire: Message, *, listener: str = "") -> Decoded:
             return Decoded(m.AddVoterResponse(_error(wire.error_code), wire.error_message))
         case remove_resp.RemoveRaftVoterResponse():
             return Decoded(m.RemoveVoterResponse(_error(wire.error_code), wire.error_message))
+        case update_resp.UpdateRaftVoterResponse():
+            leader = wire.current_leader
+            named = leader.leader_id >= 0 and leader.host
+            return Decoded(
+                m.UpdateVoterResponse(
+                    _error(wire.error_code), leader.leader_id, leader.leader_epoch
+                ),
+                (Endpoint(listener, leader.host, leader.port),) if named else (),
+            )
         case describe_resp.DescribeQuorumResponse():
             return _decode_describe_response(wire)
     raise TypeError(f"not a raft response: {type(wire).__name__}")

@@ -56,6 +56,14 @@ class Voter(NamedTuple):
     #: The kraft.version range the node supports (VotersRecord's KRaftVersionFeature).
     kraft_versions: tuple[int, int] = (0, 1)
 
+    def same_as(self, other: Voter) -> bool:
+        """Equal as Kafka compares voter nodes: listeners in any order."""
+        return (
+            self.key == other.key
+            and set(self.endpoints) == set(other.endpoints)
+            and self.kraft_versions == other.kraft_versions
+        )
+
 
 class VoterSet:
     """An immutable set of voters keyed by node id; a quorum is a strict majority."""
@@ -105,6 +113,15 @@ class VoterSet:
 
     def with_voter(self, voter: Voter) -> VoterSet:
         return VoterSet([*(v for v in self if v.key.id != voter.key.id), voter])
+
+    def updated(self, voter: Voter, *, ignore_directory_id: bool = False) -> VoterSet | None:
+        """This set with ``voter`` in place of the voter it names, or None if it names no
+        voter; the directory ids must agree unless ``ignore_directory_id`` (static voters,
+        which a voter tells its directory id this way)."""
+        current = self._voters.get(voter.key.id)
+        if current is None or not (ignore_directory_id or current.key.matches(voter.key)):
+            return None
+        return VoterSet(voter if v.key.id == voter.key.id else v for v in self)
 
     def without(self, key: ReplicaKey) -> VoterSet:
         return VoterSet(v for v in self if not (v.key.id == key.id and v.key.matches(key)))

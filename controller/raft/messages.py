@@ -35,6 +35,8 @@ __all__ = [
     "Message",
     "RemoveVoterRequest",
     "RemoveVoterResponse",
+    "UpdateVoterRequest",
+    "UpdateVoterResponse",
     "ReplicaDescription",
     "Request",
     "Response",
@@ -164,6 +166,22 @@ class RemoveVoterResponse(NamedTuple):
     message: str | None = None
 
 
+class UpdateVoterRequest(NamedTuple):
+    """A voter announcing its listeners and kraft.version range to the leader."""
+
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter: ReplicaKey
+    endpoints: tuple[Endpoint, ...]
+    kraft_versions: tuple[int, int]
+
+
+class UpdateVoterResponse(NamedTuple):
+    error: ErrorCode
+    leader_id: int
+    leader_epoch: int
+
+
 class DescribeQuorumRequest(NamedTuple):
     pass
 
@@ -192,6 +210,7 @@ Request = (
     | FetchSnapshotRequest
     | AddVoterRequest
     | RemoveVoterRequest
+    | UpdateVoterRequest
     | DescribeQuorumRequest
 )
 Response = (
@@ -202,6 +221,7 @@ Response = (
     | FetchSnapshotResponse
     | AddVoterResponse
     | RemoveVoterResponse
+    | UpdateVoterResponse
     | DescribeQuorumResponse
 )
 Message = Request | Response

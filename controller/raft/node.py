@@ -31,6 +31,7 @@ from typing import NamedTuple
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import (
     BOOTSTRAP_SNAPSHOT,
+    Endpoint,
     OffsetAndEpoch,
     ReplicaKey,
     Voter,
@@ -63,6 +64,8 @@ from millpond.controller.raft.messages import (
     RemoveVoterResponse,
     ReplicaDescription,
     Response,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -158,7 +161,12 @@ class RaftNode:
         bootstrap_voters: VoterSet,
         bootstrap_servers: Sequence[int] = (),
         can_become_voter: bool = True,
+        local_endpoints: tuple[Endpoint, ...] = (),
+        kraft_versions: tuple[int, int] = (0, 1),
     ) -> None:
+        """``local_endpoints``: this node's controller listeners, the first of which
+        the quorum's requests come in on; while unknown (empty) the node announces none
+        (UpdateRaftVoter). ``kraft_versions``: the kraft.version range it supports."""
         self.key = key
         #: A controller may be added as a voter while it follows as an observer, and the
         #: leader then counts the offsets it fetched at: it flushes like a voter.
@@ -197,6 +205,13 @@ class RaftNode:
         self._parked: list[_ParkedFetch] = []
         self._voter_change: _VoterChange | None = None
         self._resign_requested = False
+        #: kraft.version 0: the voters with what they announced (never in the log).
+        self._volatile_voters: VoterSet | None = None
+        # this voter's listeners, announced to each leader (UpdateRaftVoter)
+        self._local_endpoints = local_endpoints
+        self._kraft_versions = kraft_versions
+        self._update_voter_deadline = NEVER
+        self._has_updated_leader = False
         # resigned state
         self._unacked: set[int] = set()
         self._preferred: tuple[ReplicaKey, ...] = ()
@@ -233,6 +248,21 @@ class RaftNode:
         """Where this leader's epoch began (its LeaderChange entry); -1 unless leader."""
         return self._epoch_start_offset if self._role is Role.LEADER else -1
 
+    @property
+    def local_endpoints(self) -> tuple[Endpoint, ...]:
+        return self._local_endpoints
+
+    @local_endpoints.setter
+    def local_endpoints(self, endpoints: tuple[Endpoint, ...]) -> None:
+        """Learned once the listeners are bound; a voter then announces them to the
+        leader, and a leader records its own (call :meth:`poll` after)."""
+        self._local_endpoints = endpoints
+
+    @property
+    def volatile_voters(self) -> VoterSet | None:
+        """A leader at kraft.version 0: the voters as they announced themselves."""
+        return self._volatile_voters if self._role is Role.LEADER else None
+
     def voters_at(self, offset: int) -> VoterSet:
         """The voter set in force at ``offset`` (the latest change at or before it)."""
         found = self._voter_history[0][1]
@@ -254,6 +284,8 @@ class RaftNode:
             times += [p.deadline for p in self._parked]
             if self._voter_change is not None:
                 times.append(self._voter_change.deadline)
+        elif self._role is Role.FOLLOWER and self.is_voter:
+            times.append(self._update_voter_deadline)
         times += [deadline for _, deadline in self._inflight.values()]
         times += self._backoff_until.values()
         return min(times)
@@ -310,6 +342,7 @@ class RaftNode:
             self._replicas.clear()
             self._observers.clear()
             self._resign_requested = False
+            self._volatile_voters = None
         self._inflight.clear()
         self._backoff_until.clear()
         self._election_deadline = NEVER
@@ -320,6 +353,8 @@ class RaftNode:
         self._votes = {}
         self._has_fetched_from_leader = False
         self._unacked = set()
+        self._update_voter_deadline = NEVER
+        self._has_updated_leader = False
 
     def _random_election_timeout(self) -> int:
         t = self.config.election_timeout_ms
@@ -349,6 +384,7 @@ class RaftNode:
         self._role = Role.FOLLOWER
         self._election = state
         self._fetch_deadline = now + self.config.fetch_timeout_ms
+        self._update_voter_deadline = now + self.config.fetch_timeout_ms
 
     def _become_prospective(self, now: int) -> None:
         """Ask for pre-votes in this epoch; nothing is persisted."""
@@ -403,9 +439,14 @@ class RaftNode:
         self._check_quorum_deadline = now + self.config.check_quorum_timeout_ms
         self._begin_quorum_deadline = now
         entries: list[Entry] = [LeaderChange(self.key.id, tuple(sorted(self.voters.ids)), granting)]
-        if self.config.kraft_version >= 1 and self._voter_history[-1][0] < 0:
-            # The bootstrap voter set goes into the replicated log.
-            entries.append(VotersChange(self.voters))
+        if self.config.kraft_version >= 1:
+            announced = self._announced(self.voters)
+            if self._voter_history[-1][0] < 0 or announced is not None:
+                # The bootstrap voter set goes into the replicated log, and this
+                # leader's entry names its listeners as they are now.
+                entries.append(VotersChange(announced or self.voters))
+        else:
+            self._volatile_voters = self._announced(self.voters) or self.voters
         self._append(entries, now)
 
     def _enter_resigned(
@@ -593,6 +634,22 @@ class RaftNode:
         stale = now - OBSERVER_SESSION_TIMEOUT_MS
         for key in [k for k, r in self._observers.items() if r.last_fetch < stale]:
             del self._observers[key]
+        self._record_own_listeners(now)
+
+    def _record_own_listeners(self, now: int) -> None:
+        """A leader that learned its listeners after its epoch began (or whose voter
+        entry lacks them) records them, as Kafka's leader does when its epoch begins."""
+        if self.config.kraft_version < 1:
+            if self._volatile_voters is not None:
+                self._volatile_voters = self._announced(self._volatile_voters) or (
+                    self._volatile_voters
+                )
+            return
+        if self._voter_change is not None or self._voter_history[-1][0] >= self.high_watermark:
+            return
+        announced = self._announced(self.voters)
+        if announced is not None:
+            self._append([VotersChange(announced)], now)
 
     def _poll_follower(self, now: int) -> None:
         if now >= self._fetch_deadline:
@@ -604,10 +661,44 @@ class RaftNode:
         if self._inflight:
             return  # one fetch at a time, whoever it went to
         leader = self.leader_id
-        if self._ready(leader):
-            self._send(leader, self._fetch_message(), now)
-        else:
+        if not self._ready(leader):
             self._fetch_from_any_bootstrap(now)
+        elif self.is_voter and now >= self._update_voter_deadline:
+            self._update_voter_deadline = now + self.config.fetch_timeout_ms
+            if self._should_announce():
+                self._send(leader, self._update_voter_message(), now)
+            else:
+                self._send(leader, self._fetch_message(), now)
+        else:
+            self._send(leader, self._fetch_message(), now)
+
+    def _should_announce(self) -> bool:
+        """Kafka's rule: at kraft.version 1 while the log's entry for this voter differs
+        from what it would announce; at 0 once to each leader (which keeps it in memory
+        for an upgrade)."""
+        if self.config.kraft_version >= 1:
+            return self._announced(self.voters) is not None
+        return not self._has_updated_leader and bool(self._local_endpoints)
+
+    def _update_voter_message(self) -> UpdateVoterRequest:
+        return UpdateVoterRequest(
+            self.config.cluster_id,
+            self.epoch,
+            self.key,
+            self._local_endpoints,
+            self._kraft_versions,
+        )
+
+    def _announced(self, voters: VoterSet) -> VoterSet | None:
+        """``voters`` with this node's entry as it announces itself, or None when that
+        changes nothing, its listeners are not known yet, or it is no voter there."""
+        if not self._local_endpoints:
+            return None
+        local = Voter(self.key, self._local_endpoints, self._kraft_versions)
+        current = voters.get(self.key.id)
+        if current is None or current.same_as(local):
+            return None
+        return voters.updated(local, ignore_directory_id=self.config.kraft_version < 1)
 
     def _fetch_message(self) -> FetchRequest | FetchSnapshotRequest:
         if self._snapshot_fetch is not None:
@@ -762,6 +853,8 @@ class RaftNode:
             return self._on_fetch_response(source, message, now)
         if isinstance(message, FetchSnapshotResponse):
             return self._on_fetch_snapshot_response(source, message, now)
+        if isinstance(message, UpdateVoterResponse):
+            return self._on_update_voter_response(source, message, now)
         if isinstance(message, BeginQuorumEpochResponse | EndQuorumEpochResponse):
             if message.top_error != E.NONE:
                 return False
@@ -1290,6 +1383,75 @@ class RaftNode:
         message = AddVoterResponse(error) if change.is_add else RemoveVoterResponse(error)
         self._respond(change.source, change.correlation, message)
 
+    def _on_update_voter(
+        self, source: int, correlation: int, request: UpdateVoterRequest, now: int
+    ) -> None:
+        """A voter's listeners and kraft.version range, checked in Kafka's order and
+        answered at once (the VotersRecord commits later, or at kraft.version 0 the
+        leader keeps them in memory for an upgrade)."""
+
+        def reply(error: ErrorCode) -> None:
+            response = UpdateVoterResponse(error, self.leader_id, self.epoch)
+            self._respond(source, correlation, response)
+
+        low, high = request.kraft_versions
+        listener = self._local_endpoints[0].listener if self._local_endpoints else None
+        if self._wrong_cluster(request.cluster_id):
+            reply(E.INCONSISTENT_CLUSTER_ID)
+            return
+        error = self._leader_only_check(request.current_leader_epoch)
+        if error != E.NONE:
+            reply(error)
+            return
+        if (
+            request.voter.directory_id is None
+            or (listener is not None and all(e.listener != listener for e in request.endpoints))
+            or low < 0
+            or high < low
+        ):
+            reply(E.INVALID_REQUEST)
+            return
+        kraft = self.config.kraft_version
+        if (
+            self._voter_change is not None
+            or self.high_watermark < 0
+            or (kraft >= 1 and self._voter_history[-1][0] >= self.high_watermark)
+            or (kraft < 1 and self._volatile_voters is None)
+        ):
+            reply(E.REQUEST_TIMED_OUT)
+            return
+        if not low <= kraft <= high:
+            reply(E.INVALID_REQUEST)
+            return
+        voter = Voter(request.voter, request.endpoints, request.kraft_versions)
+        current = self.voters if kraft >= 1 else self._volatile_voters
+        assert current is not None
+        updated = current.updated(voter, ignore_directory_id=kraft < 1)
+        if updated is None:
+            reply(E.VOTER_NOT_FOUND)
+            return
+        if kraft >= 1:
+            self._append([VotersChange(updated)], now)
+        else:
+            self._volatile_voters = updated
+        reply(E.NONE)
+
+    def _on_update_voter_response(
+        self, source: int, response: UpdateVoterResponse, now: int
+    ) -> bool:
+        if response.error == E.INVALID_REQUEST:
+            return False  # refused (a listener the leader lacks): announced again later
+        if response.error != E.UNSUPPORTED_VERSION:  # else a leader that takes none
+            done = self._common_response(
+                response.error, response.leader_id, response.leader_epoch, now
+            )
+            if done is not None:
+                return done
+        if self._role is Role.FOLLOWER and source == self.leader_id:
+            self._has_updated_leader = True
+            self._fetch_deadline = max(self._fetch_deadline, now + self.config.fetch_timeout_ms)
+        return True
+
     # -- DescribeQuorum ------------------------------------------------------------------
 
     def describe(self, now: int) -> DescribeQuorumResponse:
@@ -1322,6 +1484,8 @@ class RaftNode:
             self._on_add_voter(source, correlation, message, now)
         elif isinstance(message, RemoveVoterRequest):
             self._on_remove_voter(source, correlation, message, now)
+        elif isinstance(message, UpdateVoterRequest):
+            self._on_update_voter(source, correlation, message, now)
         elif isinstance(message, DescribeQuorumRequest):
             self._respond(source, correlation, self.describe(now))
         else:

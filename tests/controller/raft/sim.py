@@ -4,11 +4,13 @@ Everything comes from one ``random.Random(seed)``: message delays, drops, duplic
 partitions (both ways and one way, silent as a dropped packet), kills (the unflushed log
 tail is lost, and a request to a dead node is refused at once), wipes (a node
 comes back with an empty disk and a new directory id, and an operator replaces its voter
-entry as KIP-853 has it), clock skew, voters added and removed. Time is virtual and
+entry as KIP-853 has it), moves (a node comes back on another port, which it announces
+to the leader: UpdateRaftVoter), clock skew, voters added and removed. Time is virtual and
 events run one at a time from a priority queue, so a seed replays exactly. After every
 event the :class:`~tests.controller.raft.checks.Checker` checks R1-R9; after the faults
 heal, the run checks that a leader is elected within a bound (L1), that every proposal
-is committed or lost to a truncation (L2) and that the voter set converges (L3).
+is committed or lost to a truncation (L2), that the voter set converges (L3) and that it
+names every live voter's listeners as they are (L4).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.keys import ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import Endpoint, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.log import Entry
 from millpond.controller.raft.messages import (
     AddVoterRequest,
@@ -92,7 +94,12 @@ class SimNode:
         self.rate = 1.0
         self._local_base = 0.0
         self._global_base = 0
+        self.port = 9000 + node_id
         self.log = self._new_disk()
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        return (Endpoint("CONTROLLER", f"node-{self.id}", self.port),)
 
     def format(self) -> None:
         """Wipe the disk. The checkers remember what the old one held."""
@@ -142,6 +149,7 @@ class SimNode:
             self.local(now),
             bootstrap_voters=sim.bootstrap_voters,
             bootstrap_servers=list(range(sim.config.nodes)),
+            local_endpoints=self.endpoints,
         )
         self.led_epoch = -1
         self.leader_hw = -1
@@ -180,7 +188,11 @@ class Simulation:
         #: The logs of wiped disks, by the replica key they had.
         self.lost_disks: dict[ReplicaKey, SimLog] = {}
         self.nodes = [SimNode(self, i) for i in range(config.nodes)]
-        self.bootstrap_voters = VoterSet(Voter(n.key) for n in self.nodes[: config.voters])
+        # Formatted with the voters' listeners, or without (the voters announce them).
+        named = self.rng.random() < 0.5
+        self.bootstrap_voters = VoterSet(
+            Voter(n.key, n.endpoints if named else ()) for n in self.nodes[: config.voters]
+        )
         self.desired = set(range(config.voters))
         self.now = 0
         self._queue: list[tuple[int, int, Callable[[], None]]] = []
@@ -402,7 +414,8 @@ class Simulation:
         if request is None:
             for node_id in sorted(self.desired):
                 if node_id not in raft.voters:
-                    request = AddVoterRequest("sim", self.nodes[node_id].key, (), 1000)
+                    added = self.nodes[node_id]
+                    request = AddVoterRequest("sim", added.key, added.endpoints, 1000)
                     break
         if request is None:
             return
@@ -440,7 +453,7 @@ class Simulation:
         elif choice == 5:
             self.blocked.clear()
         elif choice in (6, 7):
-            self._kill(rng.choice(ids), wipe=False)
+            self._kill(rng.choice(ids), wipe=False, move=rng.random() < 0.3)
         elif choice == 8:
             self._maybe_wipe(rng.choice(ids))
         elif choice == 9:
@@ -449,13 +462,15 @@ class Simulation:
         else:
             self._change_desired_voters()
 
-    def _kill(self, node_id: int, *, wipe: bool) -> None:
+    def _kill(self, node_id: int, *, wipe: bool, move: bool = False) -> None:
         node = self.nodes[node_id]
         if node.raft is None:
             return
         node.kill()
         if wipe:
             node.format()
+        if move:
+            node.port += 100
         self.at(self.now + self.rng.randint(20, 400), lambda: self._restart(node))
 
     def _maybe_wipe(self, node_id: int) -> None:
@@ -558,6 +573,17 @@ class Simulation:
                     f"L3: the voter set {sorted(k.id for k in have)} never became"
                     f" {sorted(self.desired)}"
                 )
+            for voter in voters:
+                node = self.node_by_key(voter.key)
+                if (
+                    node is not None
+                    and node.raft is not None
+                    and (set(voter.endpoints) != set(node.endpoints))
+                ):
+                    checker.fail(
+                        f"L4: the voter set names {voter.endpoints} for node {node.id},"
+                        f" which listens on {node.endpoints}"
+                    )
 
 
 def run_seed(seed: int, config: SimConfig = DEFAULT_CONFIG) -> RunResult:

@@ -109,6 +109,11 @@ ADD_REQUESTS = st.builds(m.AddVoterRequest, CLUSTER, KEYS, ENDPOINTS, INT32)
 ADD_RESPONSES = st.builds(m.AddVoterResponse, ERRORS, st.none() | TEXT)
 REMOVE_REQUESTS = st.builds(m.RemoveVoterRequest, CLUSTER, KEYS)
 REMOVE_RESPONSES = st.builds(m.RemoveVoterResponse, ERRORS, st.none() | TEXT)
+INT16 = st.integers(-(2**15), 2**15 - 1)
+UPDATE_REQUESTS = st.builds(
+    m.UpdateVoterRequest, CLUSTER, INT32, KEYS, ENDPOINTS, st.tuples(INT16, INT16)
+)
+UPDATE_RESPONSES = st.builds(m.UpdateVoterResponse, ERRORS, INT32, INT32)
 DESCRIPTIONS = st.lists(st.builds(m.ReplicaDescription, KEYS, INT64, INT64, INT64), max_size=3).map(
     tuple
 )
@@ -173,6 +178,7 @@ def test_every_request_type_has_its_api_key() -> None:
         "FetchRequest": 1,
         "FetchSnapshotRequest": 59,
         "AddVoterRequest": 80,
+        "UpdateVoterRequest": 82,
         "RemoveVoterRequest": 81,
         "DescribeQuorumRequest": 55,
     }
@@ -354,6 +360,15 @@ def test_add_voter(version: int, request: m.AddVoterRequest, response: m.AddVote
 def test_remove_voter(request: m.RemoveVoterRequest, response: m.RemoveVoterResponse) -> None:
     assert request_trip(request, 0) == request._replace(voter=known(request.voter))
     assert response_trip(response, 0) == Decoded(response)
+
+
+@EXAMPLES
+@given(request=UPDATE_REQUESTS, response=UPDATE_RESPONSES)
+def test_update_voter(request: m.UpdateVoterRequest, response: m.UpdateVoterResponse) -> None:
+    assert request_trip(request, 0) == request._replace(voter=known(request.voter))
+    endpoint = (Endpoint("CONTROLLER", "h1", 9093),)
+    named = response_trip(response, 0, leader_endpoints=endpoint, listener="CONTROLLER")
+    assert named == Decoded(response, endpoint if response.leader_id >= 0 else ())
 
 
 @pytest.mark.parametrize("version", versions(ApiKey.DESCRIBE_QUORUM))
@@ -896,6 +911,21 @@ GOLDEN_REQUESTS: list[tuple[m.Request, int, bytes]] = [
         cstr("cl") + i32(4) + D1 + NO_TAGS,
     ),
     (
+        m.UpdateVoterRequest(
+            "cl", 11, ReplicaKey(4, D1), (Endpoint("CONTROLLER", "h1", 9093),), (0, 1)
+        ),
+        0,
+        cstr("cl")
+        + i32(11)  # CurrentLeaderEpoch
+        + i32(4)  # VoterId
+        + D1  # VoterDirectoryId
+        + carr(CONTROLLER_ENDPOINT)  # Listeners
+        + i16(0)  # KRaftVersionFeature.MinSupportedVersion
+        + i16(1)  # KRaftVersionFeature.MaxSupportedVersion
+        + NO_TAGS
+        + NO_TAGS,
+    ),
+    (
         m.DescribeQuorumRequest(),
         2,
         carr(cstr(TOPIC) + carr(i32(0) + NO_TAGS) + NO_TAGS) + NO_TAGS,
@@ -915,6 +945,13 @@ def test_golden_request(message: m.Request, version: int, frame: bytes) -> None:
 
 
 GOLDEN_RESPONSES: list[tuple[m.Response, int, bytes]] = [
+    (
+        m.UpdateVoterResponse(E.NONE, 3, 11),
+        0,
+        i32(0)  # ThrottleTimeMs
+        + i16(0)  # ErrorCode
+        + tags((0, i32(3) + i32(11) + cstr("h1") + i32(9093) + NO_TAGS)),  # CurrentLeader
+    ),
     (
         m.FetchResponse(
             E.NONE,

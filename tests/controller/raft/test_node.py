@@ -3,7 +3,7 @@
 The simulation covers the schedules; these pin the rules that must match Kafka's
 KRaft: who grants which vote, what is persisted before an answer leaves, how a diverging
 follower is cut back, when a leader steps down, how a lagging follower gets a snapshot,
-and which voter changes the leader refuses.
+which voter changes the leader refuses, and how voters announce their listeners.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import partial
 
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.log import ElectionState
 from millpond.controller.raft.messages import (
     AddVoterRequest,
@@ -23,6 +23,8 @@ from millpond.controller.raft.messages import (
     Message,
     RemoveVoterRequest,
     RemoveVoterResponse,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -49,11 +51,17 @@ class Cluster:
     """Nodes that hand each other every message at once, in order."""
 
     def __init__(
-        self, voters: Iterable[int], nodes: Iterable[int] | None = None, config: RaftConfig = CONFIG
+        self,
+        voters: Iterable[int],
+        nodes: Iterable[int] | None = None,
+        config: RaftConfig = CONFIG,
+        *,
+        static: bool = False,
     ) -> None:
+        """``static``: voters named by id alone (controller.quorum.voters)."""
         self.config = config
         voter_ids = list(voters)
-        self.voters = VoterSet(Voter(key(i)) for i in voter_ids)
+        self.voters = VoterSet(Voter(ReplicaKey(i) if static else key(i)) for i in voter_ids)
         self.now = 0
         self.contents: dict[object, int] = {}
         self.logs: dict[int, SimLog] = {}
@@ -383,3 +391,81 @@ def test_a_request_that_cannot_reach_its_node_is_over_at_once() -> None:
     # A late or unknown failure changes nothing.
     observer.unreachable(cluster.now, leader, fetch.correlation)
     assert observer.take_outbox() == []
+
+
+def listening(node_id: int, port: int = 9093) -> tuple[Endpoint, ...]:
+    return (Endpoint("CONTROLLER", f"host-{node_id}", port),)
+
+
+def test_voters_announce_their_listeners_and_a_move() -> None:
+    cluster = Cluster([0, 1, 2])
+    for node_id, node in cluster.nodes.items():
+        node.local_endpoints = listening(node_id)
+    cluster.pump(until_ms=800)
+    leader = cluster.leader()
+    assert {v.key.id: v.endpoints for v in leader.voters} == {i: listening(i) for i in (0, 1, 2)}
+    follower = next(n for n in cluster.nodes.values() if n is not leader)
+    follower.local_endpoints = listening(follower.key.id, 19093)
+    cluster.pump(until_ms=400)
+    moved = leader.voters.get(follower.key.id)
+    assert moved is not None and moved.endpoints == listening(follower.key.id, 19093)
+    # Every replica's log holds the change, and nothing is announced again.
+    assert all(n.voters == leader.voters for n in cluster.nodes.values())
+    end = leader.log.end_offset
+    cluster.pump(until_ms=600)
+    assert leader.log.end_offset == end
+
+
+def test_update_voter_refusals_come_in_kafkas_order() -> None:
+    cluster = Cluster([0, 1, 2])
+    for node_id, node in cluster.nodes.items():
+        node.local_endpoints = listening(node_id)
+    cluster.pump(until_ms=800)
+    leader = cluster.leader()
+    lid, epoch = leader.key.id, leader.epoch
+    other = next(i for i in (0, 1, 2) if i != lid)
+
+    def ask(request: UpdateVoterRequest) -> ErrorCode:
+        response = cluster.ask(lid, request)
+        assert isinstance(response, UpdateVoterResponse)
+        assert (response.leader_id, response.leader_epoch) == (lid, epoch)
+        return response.error
+
+    good = UpdateVoterRequest("c", epoch, key(other), listening(other, 9999), (0, 1))
+    assert ask(good._replace(cluster_id="x")) == ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert ask(good._replace(current_leader_epoch=epoch - 1)) == ErrorCode.FENCED_LEADER_EPOCH
+    assert ask(good._replace(current_leader_epoch=epoch + 1)) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert ask(good._replace(voter=ReplicaKey(other))) == ErrorCode.INVALID_REQUEST
+    elsewhere = (Endpoint("OTHER", "h", 1),)
+    assert ask(good._replace(endpoints=elsewhere)) == ErrorCode.INVALID_REQUEST
+    assert ask(good._replace(kraft_versions=(1, 0))) == ErrorCode.INVALID_REQUEST
+    assert ask(good._replace(kraft_versions=(2, 3))) == ErrorCode.INVALID_REQUEST
+    assert ask(good._replace(voter=key(7))) == ErrorCode.VOTER_NOT_FOUND
+    wiped = ReplicaKey(other, b"\x07" * 16)
+    assert ask(good._replace(voter=wiped)) == ErrorCode.VOTER_NOT_FOUND
+    # Answered at once; a second change waits for the first to commit.
+    leader.handle(cluster.now, -1, 1, good, is_response=False)
+    leader.handle(cluster.now, -1, 2, good, is_response=False)
+    answers = [o.message for o in leader.take_outbox() if o.destination == -1]
+    assert [a.error for a in answers if isinstance(a, UpdateVoterResponse)] == [
+        ErrorCode.NONE,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ]
+    refused = cluster.ask(other, good)
+    assert isinstance(refused, UpdateVoterResponse)
+    assert refused.error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_static_voters_announce_once_to_each_leader_who_keeps_it_in_memory() -> None:
+    cluster = Cluster([0, 1, 2], config=CONFIG._replace(kraft_version=0), static=True)
+    for node_id, node in cluster.nodes.items():
+        node.local_endpoints = listening(node_id)
+    cluster.pump(until_ms=800)
+    leader = cluster.leader()
+    volatile = leader.volatile_voters
+    assert volatile is not None
+    assert {v.key for v in volatile} == {key(0), key(1), key(2)}
+    assert all(v.endpoints == listening(v.key.id) for v in volatile)
+    # Nothing reached the log: the voter set in force is the static one.
+    assert {v.key for v in leader.voters} == {ReplicaKey(0), ReplicaKey(1), ReplicaKey(2)}
+    assert all(n.voters == cluster.voters for n in cluster.nodes.values())

@@ -2,8 +2,9 @@
 
 ``MILLPOND_RAFT_SEEDS`` sets how many seeds the main test runs (1,000 by default);
 ``python -m tests.controller.raft.simulate`` runs any number and prints the figures.
-The checker is shown to bite: a broken vote rule and a follower that does not flush
-before it fetches again each make seeds fail.
+The checker is shown to bite: a broken vote rule, a follower that does not flush
+before it fetches again and a voter that never announces its listeners each make seeds
+fail.
 """
 
 from __future__ import annotations
@@ -72,6 +73,15 @@ def test_the_checker_catches_a_follower_that_does_not_flush(
     assert any(
         code in r.violations[0] for r in summary.failing for code in ("R7", "R8", "R5", "R6")
     )
+
+
+def test_the_checker_catches_a_voter_that_never_announces_its_listeners(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(RaftNode, "_should_announce", lambda self: False)
+    summary = summarize(run_seeds(range(20)))
+    assert summary.failing, "voters that move must be found where they listen"
+    assert all("L4" in r.violations[0] for r in summary.failing)
 
 
 def test_more_voters_and_nodes() -> None:

@@ -16,7 +16,13 @@ from collections.abc import Mapping, Sequence
 
 from millpond.broker.config_defs_listeners import Listener, strs
 from millpond.controller.raft.config import RaftConfig
-from millpond.controller.raft.keys import Endpoint, ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import (
+    STATIC_KRAFT_VERSIONS,
+    Endpoint,
+    ReplicaKey,
+    Voter,
+    VoterSet,
+)
 from millpond.storage.config_def import ConfigError, Value
 
 __all__ = [
@@ -100,7 +106,7 @@ def static_voters(values: Mapping[str, Value], controller_names: Sequence[str]) 
         return None
     listener = controller_names[0] if controller_names else _DEFAULT_LISTENER
     return VoterSet(
-        Voter(ReplicaKey(node_id), (Endpoint(listener, host, port),))
+        Voter(ReplicaKey(node_id), (Endpoint(listener, host, port),), STATIC_KRAFT_VERSIONS)
         for node_id, (host, port) in voters.items()
     )
 

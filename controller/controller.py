@@ -75,15 +75,16 @@ from millpond.controller.raft.client import (
     RaftLogFailedError,
 )
 from millpond.controller.raft.keys import OffsetAndEpoch
-from millpond.controller.raft.node import NotLeaderError
+from millpond.controller.raft.node import KRaftUpgradeError, NotLeaderError
 from millpond.controller.record_serde import (
     ApiMessageAndVersion,
     encode_metadata_record,
     with_version,
 )
-from millpond.controller.results import ApiError, ControllerResult, NotControllerError
+from millpond.controller.results import NO_ERROR, ApiError, ControllerResult, NotControllerError
 from millpond.controller.snapshot_schedule import SnapshotSchedule, SnapshotTriggers
 from millpond.storage.clock import Clock
+from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.abort_transaction_record import AbortTransactionRecord
 from millpond.wire.records import RecordBatch
 
@@ -412,7 +413,7 @@ class QuorumController:
             request,
             next_offset=self._raft.end_offset,
             live_session=self._has_session(broker_id),
-            kraft_version=self._raft.log.kraft_version,
+            kraft_version=self._raft.kraft_version,
         )
         if result.response.error.is_success:
             self._contact[broker_id] = self._clock.monotonic_ms()
@@ -440,7 +441,7 @@ class QuorumController:
         self, request: cluster_control.ControllerRegistrationRequest
     ) -> ControllerResult[ApiError]:
         self._check_active()
-        kraft_version = self._raft.log.kraft_version
+        kraft_version = self._raft.kraft_version
         return self._commit(
             cluster_control.register_controller(self._image, request, kraft_version)
         )
@@ -571,8 +572,33 @@ class QuorumController:
                 validate_only=validate_only,
                 node_id=self.config.node_id,
                 supported=self.config.supported_features,
+                kraft=_QuorumKRaftVersion(self._raft, self._clock),
             )
         )
 
     def close(self) -> None:
         self._raft.close()
+
+
+class _QuorumKRaftVersion:
+    """The quorum's kraft.version, which UpdateFeatures upgrades through the Raft leader
+    (its records are the quorum's own, not the controller's)."""
+
+    def __init__(self, raft: RaftClient, clock: Clock) -> None:
+        self._raft = raft
+        self._clock = clock
+
+    @property
+    def version(self) -> int:
+        return self._raft.kraft_version
+
+    def upgrade(self, version: int, validate_only: bool) -> ApiError:
+        try:
+            self._raft.upgrade_kraft_version(
+                self._clock.monotonic_ms(), version, validate_only=validate_only
+            )
+        except KRaftUpgradeError as exc:
+            return ApiError(ErrorCode.INVALID_UPDATE_VERSION, str(exc))
+        except NotLeaderError as exc:
+            return ApiError(ErrorCode.NOT_CONTROLLER, str(exc))
+        return NO_ERROR

@@ -28,6 +28,7 @@ from millpond.controller import feature_control
 from millpond.controller.channel import LocalControllerChannel
 from millpond.controller.controller import ControllerConfig, MetadataListener, QuorumController
 from millpond.controller.controller_apis import handle_controller_request
+from millpond.controller.controller_registration import ControllerRegistrar
 from millpond.controller.metadata_log import MetadataLogConfig, open_raft_client
 from millpond.controller.peer_channel import PeerChannel
 from millpond.controller.raft import codec
@@ -37,6 +38,7 @@ from millpond.controller.raft.keys import Endpoint, VoterSet
 from millpond.controller.raft_driver import RaftDriver
 from millpond.controller.results import NotControllerError
 from millpond.storage.config_def import ConfigError
+from millpond.wire.api import ApiKey
 
 if TYPE_CHECKING:
     import random
@@ -154,6 +156,28 @@ class ControllerServer:
         self.channel = LocalControllerChannel(self.controller)
         self._sessions: asyncio.Task[None] | None = None
         self._snapshots: asyncio.Task[None] | None = None
+        self._registering: asyncio.Task[None] | None = None
+        #: A node with the controller role registers it (a broker's observer does not).
+        self.registrar = (
+            None
+            if observer
+            else ControllerRegistrar(
+                config.node_id,
+                rng.getrandbits(128).to_bytes(16, "big"),
+                feature_control.registered_features(config.supported_features),
+                channel=self.channel,
+                peers=PeerChannel(
+                    self.address_of,
+                    {ApiKey.CONTROLLER_REGISTRATION: (0, 0)},
+                    client_id=f"controller-registration-{config.node_id}",
+                    request_timeout_ms=raft_config.request_timeout_ms,
+                ),
+                image=lambda: self.controller.committed_image,
+                leader_id=lambda: self.raft.leader.leader_id,
+                is_active=lambda: self.controller.is_active,
+                endpoints=lambda: self.raft.node.local_endpoints,
+            )
+        )
 
     @property
     def committed_image(self) -> MetadataImage:
@@ -187,6 +211,8 @@ class ControllerServer:
         if timeout is not None:
             self._sessions = loop.create_task(self._fence_stale(timeout))
         self._snapshots = loop.create_task(self._snapshot_on_time())
+        if self.registrar is not None:
+            self._registering = loop.create_task(self.registrar.run())
 
     async def _snapshot_on_time(self) -> None:
         """The time trigger and the time retention, checked every second (or as often
@@ -241,12 +267,12 @@ class ControllerServer:
         return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
-        for task in (self._sessions, self._snapshots):
+        for task in (self._sessions, self._snapshots, self._registering):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._sessions = self._snapshots = None
+        self._sessions = self._snapshots = self._registering = None
         await self.driver.stop()
         self.controller.close()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from millpond.controller.image import MetadataImage
 from millpond.controller.record_serde import (
@@ -108,22 +108,22 @@ def read_bootstrap_features(batches: Iterable[RecordBatch]) -> dict[str, int]:
 
 def refuse_bootstrap(features: Mapping[str, int], node_id: int) -> str | None:
     """Why this controller cannot start a cluster at these levels, or None."""
-    empty = MetadataImage.empty("")
     if METADATA_VERSION not in features:
         return "it names no metadata.version"
     for name, level in features.items():
-        error = _check(empty, FeatureUpdate(name, level), SUPPORTED_FEATURES, node_id)
+        error = _check(0, FeatureUpdate(name, level), SUPPORTED_FEATURES, node_id)
         if not error.is_success:
             return error.message
     return None
 
 
 def _check(
-    image: MetadataImage,
+    current: int,
     update: FeatureUpdate,
     supported: Mapping[str, tuple[int, int]],
     node_id: int,
 ) -> ApiError:
+    """``current``: the feature's finalized level now."""
     name, level = update.feature, update.max_version_level
     if update.upgrade_type not in (1, 2, 3):
         return ApiError(ErrorCode.INVALID_UPDATE_VERSION, "Unknown upgrade type.")
@@ -132,7 +132,6 @@ def _check(
             ErrorCode.INVALID_UPDATE_VERSION,
             "The upper value for the new range cannot be less than 0.",
         )
-    current = image.features.get(name, 0)
     if level < current and update.upgrade_type == FeatureUpgradeType.UPGRADE:
         return ApiError(
             ErrorCode.INVALID_UPDATE_VERSION,
@@ -166,6 +165,16 @@ def _check(
     return NO_ERROR
 
 
+class KRaftVersionControl(Protocol):
+    """The Raft leader's kraft.version, as UpdateFeatures sees it."""
+
+    @property
+    def version(self) -> int: ...
+
+    def upgrade(self, version: int, validate_only: bool) -> ApiError:
+        """Upgrade (or check that it could), or the error saying why not."""
+
+
 def update_features(
     image: MetadataImage,
     updates: Sequence[FeatureUpdate],
@@ -173,8 +182,11 @@ def update_features(
     validate_only: bool,
     node_id: int,
     supported: Mapping[str, tuple[int, int]] = SUPPORTED_FEATURES,
+    kraft: KRaftVersionControl | None = None,
 ) -> ControllerResult[dict[str, ApiError]]:
-    """UpdateFeatures: per feature its error; a record for each level that changes."""
+    """UpdateFeatures: per feature its error; a record for each level that changes.
+    kraft.version is no metadata record but the quorum's own: ``kraft`` (the Raft
+    leader) upgrades it, and without one it cannot change."""
     results: dict[str, ApiError] = {}
     records: list[ApiMessageAndVersion] = []
     names = [u.feature for u in updates]
@@ -184,7 +196,14 @@ def update_features(
                 ErrorCode.INVALID_REQUEST, f"Feature {update.feature} was specified more than once."
             )
             continue
-        error = _check(image, update, supported, node_id)
+        if update.feature == KRAFT_VERSION and kraft is not None:
+            kraft_supported = {**supported, KRAFT_VERSION: KRAFT_VERSIONS}
+            error = _check(kraft.version, update, kraft_supported, node_id)
+            if error.is_success:
+                error = kraft.upgrade(update.max_version_level, validate_only)
+            results[update.feature] = error
+            continue
+        error = _check(image.features.get(update.feature, 0), update, supported, node_id)
         results[update.feature] = error
         if error.is_success and image.features.get(update.feature, 0) != update.max_version_level:
             records.append(

@@ -33,7 +33,13 @@ from millpond.controller.metadata_replay import MetadataReplayer
 from millpond.controller.raft.client import RaftClient
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.kafka_log import KafkaRaftLog, MetadataRetention, decode_voters
-from millpond.controller.raft.keys import OffsetAndEpoch, ReplicaKey, Voter, VoterSet
+from millpond.controller.raft.keys import (
+    STATIC_KRAFT_VERSIONS,
+    OffsetAndEpoch,
+    ReplicaKey,
+    Voter,
+    VoterSet,
+)
 from millpond.controller.raft.node import RaftNode
 from millpond.controller.raft.quorum_state import FileElectionStore
 from millpond.controller.raft.snapshots import MAX_BATCH_BYTES
@@ -90,12 +96,8 @@ def open_metadata_log(
     log_dir: str,
     clock: Clock,
     settings: MetadataLogConfig | None = None,
-    *,
-    kraft_version: int = 1,
 ) -> KafkaRaftLog:
-    """``__cluster_metadata-0`` under ``log_dir`` (made if missing), recovered whole;
-    ``kraft_version``: the quorum's, which the snapshots written record (at 0, no voters:
-    a static quorum's voters are configured, not logged)."""
+    """``__cluster_metadata-0`` under ``log_dir`` (made if missing), recovered whole."""
     settings = settings or MetadataLogConfig()
     directory = join(log_dir, METADATA_PARTITION_DIR)
     fs.makedirs(directory)
@@ -109,7 +111,7 @@ def open_metadata_log(
         leader_epochs=LeaderEpochCache(fs, join(directory, LEADER_EPOCH_CHECKPOINT_FILE)),
     )
     try:
-        return KafkaRaftLog(log, clock, kraft_version, retention=settings.retention)
+        return KafkaRaftLog(log, clock, retention=settings.retention)
     except BaseException:
         log.close()
         raise
@@ -138,13 +140,12 @@ def open_raft_client(
     alone, statically (the zero-config default, which elects itself before this
     returns). ``can_become_voter=False``: an observer that never votes (a broker)."""
     config = config or RaftConfig(kraft_version=0)
-    log = open_metadata_log(fs, log_dir, clock, log_config, kraft_version=config.kraft_version)
+    log = open_metadata_log(fs, log_dir, clock, log_config)
     node: RaftNode | None = None
     try:
         if voters is None:
             voters, kraft_version = _dynamic_quorum(log, node_id, bootstrap_servers)
             config = config._replace(kraft_version=kraft_version)
-            log.kraft_version = kraft_version
         bootstrap = voters
 
         def voter_ids() -> list[int]:
@@ -153,7 +154,7 @@ def open_raft_client(
         store = FileElectionStore(
             fs,
             log.log.directory,
-            kraft_version=lambda: config.kraft_version,
+            kraft_version=lambda: node.kraft_version if node is not None else config.kraft_version,
             voter_ids=voter_ids,
         )
         node = RaftNode(
@@ -187,7 +188,7 @@ def _dynamic_quorum(
         # Formatted without initial controllers, a broker, or a checkpoint since
         # cleaned away: the log (and its snapshots) say who votes.
         return VoterSet(), 1
-    return VoterSet([Voter(ReplicaKey(node_id))]), 0
+    return VoterSet([Voter(ReplicaKey(node_id), (), STATIC_KRAFT_VERSIONS)]), 0
 
 
 class ReplayResult(NamedTuple):

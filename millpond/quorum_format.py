@@ -148,7 +148,7 @@ def write_bootstrap(
     fs: FileSystem, metadata_log_dir: str, clock: Clock, voters: VoterSet | None
 ) -> None:
     """Write the bootstrap checkpoint: ``voters`` and the bootstrap metadata.version."""
-    log = open_metadata_log(fs, metadata_log_dir, clock, None, kraft_version=1)
+    log = open_metadata_log(fs, metadata_log_dir, clock, None)
     try:
         if log.end_offset > 0 or log.snapshots():
             raise QuorumFormatError(

@@ -113,6 +113,10 @@ class RaftClient:
         return self.node.high_watermark
 
     @property
+    def kraft_version(self) -> int:
+        return self.node.kraft_version
+
+    @property
     def is_leader(self) -> bool:
         return self.node.role is Role.LEADER
 
@@ -204,6 +208,12 @@ class RaftClient:
     def resign(self, now: int) -> None:
         self._guarded(lambda: self.node.resign(now))
 
+    def upgrade_kraft_version(self, now: int, version: int, *, validate_only: bool) -> bool:
+        """See :meth:`~millpond.controller.raft.node.RaftNode.upgrade_kraft_version`."""
+        return self._guarded(
+            lambda: self.node.upgrade_kraft_version(now, version, validate_only=validate_only)
+        )
+
     # -- snapshots ----------------------------------------------------------------------
 
     def create_snapshot(
@@ -225,7 +235,11 @@ class RaftClient:
             snapshot_id,
             payloads,
             last_contained_timestamp=last_timestamp,
-            voters=self.node.voters_at(last_offset),
+            voters=(
+                self.node.voters_at(last_offset)
+                if self.node.kraft_version_at(last_offset) >= 1
+                else None
+            ),
         )
         return snapshot_id if created else None
 

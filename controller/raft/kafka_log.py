@@ -71,6 +71,8 @@ LEADER_CHANGE_VERSION = 0
 READ_BYTES = 1024 * 1024
 VOTERS_VERSION = 0
 KRAFT_VERSION_VERSION = 0
+#: The kraft.version whose logs hold the voters (VotersRecords); 0 configures them.
+RECONFIG_KRAFT_VERSION = 1
 
 
 class MetadataRetention(NamedTuple):
@@ -131,14 +133,12 @@ class KafkaRaftLog:
         self,
         log: Log,
         clock: Clock,
-        kraft_version: int = 1,
         retention: MetadataRetention | None = None,
     ) -> None:
         assert log.leader_epochs is not None, "the metadata log keeps a leader-epoch cache"
         self._log = log
         self._fs = log.file_system
         self._clock = clock
-        self._kraft_version = kraft_version
         self.retention = retention or MetadataRetention()
         #: Snapshot id -> size in bytes.
         self._snapshots: dict[OffsetAndEpoch, int] = {}
@@ -156,15 +156,6 @@ class KafkaRaftLog:
     @property
     def log(self) -> Log:
         return self._log
-
-    @property
-    def kraft_version(self) -> int:
-        """The quorum's kraft.version, written into VotersRecords' batches and snapshots."""
-        return self._kraft_version
-
-    @kraft_version.setter
-    def kraft_version(self, version: int) -> None:
-        self._kraft_version = version
 
     def bootstrap_checkpoint(self) -> SnapshotContents | None:
         """The checkpoint ``format`` wrote at offset 0 (the first voters, the bootstrap
@@ -264,7 +255,7 @@ class KafkaRaftLog:
             key = build_control_key(ControlRecordType.LEADER_CHANGE)
             return [NewRecord(key=key, value=message.encode(LEADER_CHANGE_VERSION), timestamp=now)]
         version = KRaftVersionRecord(
-            version=KRAFT_VERSION_VERSION, k_raft_version=self._kraft_version
+            version=KRAFT_VERSION_VERSION, k_raft_version=RECONFIG_KRAFT_VERSION
         )
         return [
             NewRecord(
@@ -412,7 +403,8 @@ class KafkaRaftLog:
         voters: VoterSet | None = None,
     ) -> bool:
         """Write the state machine's snapshot through ``snapshot_id.offset - 1``, a
-        committed offset whose batch has the id's epoch. False if it exists already."""
+        committed offset whose batch has the id's epoch, with ``voters`` when the log
+        holds them there (kraft.version 1). False if it exists already."""
         if snapshot_id in self._snapshots:
             return False
         found = self.end_offset_for_epoch(snapshot_id.epoch)
@@ -426,7 +418,7 @@ class KafkaRaftLog:
             payloads,
             last_contained_timestamp=last_contained_timestamp,
             now=self._clock.now_ms(),
-            kraft_version=self._kraft_version,
+            kraft_version=0 if voters is None else RECONFIG_KRAFT_VERSION,
             voters_record=None if voters is None else encode_voters(voters),
         )
         self._write_snapshot(snapshot_id, batches)

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-__all__ = ["BOOTSTRAP_SNAPSHOT", "Endpoint", "OffsetAndEpoch", "ReplicaKey", "Voter", "VoterSet"]
+__all__ = [
+    "BOOTSTRAP_SNAPSHOT",
+    "STATIC_KRAFT_VERSIONS",
+    "Endpoint",
+    "OffsetAndEpoch",
+    "ReplicaKey",
+    "Voter",
+    "VoterSet",
+]
 
 
 class OffsetAndEpoch(NamedTuple):
@@ -50,6 +58,11 @@ class Endpoint(NamedTuple):
     port: int
 
 
+#: The kraft.version range a configured voter (``controller.quorum.voters``) is known to
+#: support until it announces its own (UpdateRaftVoter), as Kafka has it.
+STATIC_KRAFT_VERSIONS = (0, 0)
+
+
 class Voter(NamedTuple):
     key: ReplicaKey
     endpoints: tuple[Endpoint, ...] = ()
@@ -76,7 +89,7 @@ class VoterSet:
     @classmethod
     def of_ids(cls, ids: Iterable[int]) -> VoterSet:
         """Static voters (``controller.quorum.voters``): ids without directory ids."""
-        return cls(Voter(ReplicaKey(i)) for i in ids)
+        return cls(Voter(ReplicaKey(i), (), STATIC_KRAFT_VERSIONS) for i in ids)
 
     def __iter__(self) -> Iterator[Voter]:
         return iter(self._voters.values())

@@ -71,7 +71,7 @@ from millpond.controller.raft.messages import (
 )
 from millpond.wire.errors import ErrorCode
 
-__all__ = ["NotLeaderError", "Outgoing", "RaftFatalError", "RaftNode", "Role"]
+__all__ = ["KRaftUpgradeError", "NotLeaderError", "Outgoing", "RaftFatalError", "RaftNode", "Role"]
 
 E = ErrorCode
 NEVER = 1 << 62
@@ -91,6 +91,10 @@ class Role(enum.Enum):
 class RaftFatalError(RuntimeError):
     """A peer broke a rule Kafka's raft client stops on (an inconsistent leader for an
     epoch, truncation below the high watermark, a snapshot chunk out of place)."""
+
+
+class KRaftUpgradeError(Exception):
+    """A kraft.version upgrade the leader refuses (Kafka's InvalidUpdateVersionException)."""
 
 
 class NotLeaderError(Exception):
@@ -257,6 +261,16 @@ class RaftNode:
         """Learned once the listeners are bound; a voter then announces them to the
         leader, and a leader records its own (call :meth:`poll` after)."""
         self._local_endpoints = endpoints
+
+    @property
+    def kraft_version(self) -> int:
+        """kraft.version now: 1 from the first VotersRecord in the log (or as configured),
+        so that an upgrade takes effect on its append and a truncation undoes it."""
+        return self.kraft_version_at(NEVER)
+
+    def kraft_version_at(self, offset: int) -> int:
+        logged = any(0 <= at <= offset for at, _ in self._voter_history)
+        return max(self.config.kraft_version, 1 if logged else 0)
 
     @property
     def volatile_voters(self) -> VoterSet | None:
@@ -439,7 +453,7 @@ class RaftNode:
         self._check_quorum_deadline = now + self.config.check_quorum_timeout_ms
         self._begin_quorum_deadline = now
         entries: list[Entry] = [LeaderChange(self.key.id, tuple(sorted(self.voters.ids)), granting)]
-        if self.config.kraft_version >= 1:
+        if self.kraft_version >= 1:
             announced = self._announced(self.voters)
             if self._voter_history[-1][0] < 0 or announced is not None:
                 # The bootstrap voter set goes into the replicated log, and this
@@ -499,6 +513,8 @@ class RaftNode:
                 if voter.key.id not in kept:
                     observer = self._observers.pop(voter.key, None)
                     kept[voter.key.id] = observer or _Replica(voter.key)
+                else:
+                    kept[voter.key.id].key = voter.key  # a static voter's directory, learned
             for node_id, replica in self._replicas.items():
                 if node_id not in voters and node_id != self.key.id:
                     self._observers[replica.key] = replica
@@ -639,7 +655,7 @@ class RaftNode:
     def _record_own_listeners(self, now: int) -> None:
         """A leader that learned its listeners after its epoch began (or whose voter
         entry lacks them) records them, as Kafka's leader does when its epoch begins."""
-        if self.config.kraft_version < 1:
+        if self.kraft_version < 1:
             if self._volatile_voters is not None:
                 self._volatile_voters = self._announced(self._volatile_voters) or (
                     self._volatile_voters
@@ -676,7 +692,7 @@ class RaftNode:
         """Kafka's rule: at kraft.version 1 while the log's entry for this voter differs
         from what it would announce; at 0 once to each leader (which keeps it in memory
         for an upgrade)."""
-        if self.config.kraft_version >= 1:
+        if self.kraft_version >= 1:
             return self._announced(self.voters) is not None
         return not self._has_updated_leader and bool(self._local_endpoints)
 
@@ -698,7 +714,7 @@ class RaftNode:
         current = voters.get(self.key.id)
         if current is None or current.same_as(local):
             return None
-        return voters.updated(local, ignore_directory_id=self.config.kraft_version < 1)
+        return voters.updated(local, ignore_directory_id=self.kraft_version < 1)
 
     def _fetch_message(self) -> FetchRequest | FetchSnapshotRequest:
         if self._snapshot_fetch is not None:
@@ -1317,7 +1333,7 @@ class RaftNode:
             return E.NOT_LEADER_OR_FOLLOWER, None
         if voter.id < 0 or voter.directory_id is None:
             return E.INVALID_REQUEST, "the request names no voter id and directory id"
-        if self.config.kraft_version < 1:
+        if self.kraft_version < 1:
             return E.UNSUPPORTED_VERSION, "the quorum has static voters (kraft.version 0)"
         if (
             self._voter_change is not None
@@ -1411,7 +1427,7 @@ class RaftNode:
         ):
             reply(E.INVALID_REQUEST)
             return
-        kraft = self.config.kraft_version
+        kraft = self.kraft_version
         if (
             self._voter_change is not None
             or self.high_watermark < 0
@@ -1450,6 +1466,50 @@ class RaftNode:
         if self._role is Role.FOLLOWER and source == self.leader_id:
             self._has_updated_leader = True
             self._fetch_deadline = max(self._fetch_deadline, now + self.config.fetch_timeout_ms)
+        return True
+
+    def upgrade_kraft_version(self, now: int, version: int, *, validate_only: bool) -> bool:
+        """UpdateFeatures of kraft.version, as Kafka's leader checks it; True when the
+        upgrade was appended (a VotersRecord of the voters as they announced themselves).
+        Raises :class:`NotLeaderError`, or :class:`KRaftUpgradeError` saying why not."""
+        self._now = now
+        if self._role is not Role.LEADER or self._resign_requested:
+            raise NotLeaderError(f"node {self.key.id} is not the leader")
+        current = self.kraft_version
+        if version == current:
+            return False
+        if version < current:
+            raise KRaftUpgradeError(
+                f"Invalid upgrade of kraft.version from version {current} to {version}"
+                " because the new version is a downgrade"
+            )
+        voters = self._volatile_voters
+        assert voters is not None  # a leader at kraft.version 0 keeps them
+        behind = [
+            v.key.id for v in voters if not v.kraft_versions[0] <= version <= v.kraft_versions[1]
+        ]
+        if behind:
+            raise KRaftUpgradeError(
+                f"Invalid upgrade of kraft.version to {version} because not all of the"
+                f" voters support it (voters {behind} have not said they do; a voter says so"
+                " within controller.quorum.fetch.timeout.ms of following this leader);"
+                " retry"
+            )
+        unknown = sorted(v.key.id for v in voters if v.key.directory_id is None)
+        if unknown:
+            raise KRaftUpgradeError(
+                f"Invalid upgrade of kraft.version to {version}: voters {unknown} have not"
+                " told this leader their directory ids yet (each voter does within"
+                " controller.quorum.fetch.timeout.ms of following it); retry"
+            )
+        if self._voter_change is not None:
+            raise KRaftUpgradeError(
+                f"Unable to upgrade version for kraft.version to {version} due to changing voters"
+            )
+        if validate_only:
+            return False
+        self._append([VotersChange(voters)], now)
+        self._volatile_voters = None
         return True
 
     # -- DescribeQuorum ------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_the_checkpoint_voters_make_a_dynamic_quorum_that_replicates_them() -> N
         fs, LOG_DIR, clock, random.Random(3), node_id=NODE_ID, directory_id=DIRECTORY
     )
     try:
-        assert raft.node.config.kraft_version == 1 and raft.log.kraft_version == 1
+        assert raft.node.config.kraft_version == 1 and raft.kraft_version == 1
         assert raft.node.voters == VoterSet([ME])
         for _ in range(50):  # a single voter elects itself on its first timeout
             raft.poll(clock.monotonic_ms())
@@ -84,7 +84,7 @@ def _server(fs: MemFileSystem) -> ControllerServer:
 
 def _seeded_at(levels: dict[str, int]) -> MemFileSystem:
     fs = mem_fs()
-    log = open_metadata_log(fs, LOG_DIR, ManualClock(), kraft_version=1)
+    log = open_metadata_log(fs, LOG_DIR, ManualClock())
     records = [with_version(FeatureLevelRecord(name=n, feature_level=v)) for n, v in levels.items()]
     log.write_bootstrap_checkpoint(VoterSet([ME]), [encode_metadata_record(r) for r in records])
     log.log.close()
@@ -111,7 +111,7 @@ def test_a_node_refused_at_start_frees_its_directories(tmp_path: Path) -> None:
     """The refusal comes while the node holds its directories' locks: it lets them go,
     so that the same process may start a node there once the data is fixed."""
     ensure_meta_properties(OsFileSystem(), str(tmp_path), CLUSTER_ID, NODE_ID, ManualClock())
-    log = open_metadata_log(OsFileSystem(), str(tmp_path), ManualClock(), kraft_version=1)
+    log = open_metadata_log(OsFileSystem(), str(tmp_path), ManualClock())
     record = with_version(FeatureLevelRecord(name="metadata.version", feature_level=33))
     log.write_bootstrap_checkpoint(VoterSet([ME]), [encode_metadata_record(record)])
     log.log.close()

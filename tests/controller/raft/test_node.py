@@ -12,6 +12,8 @@ import random
 from collections.abc import Iterable
 from functools import partial
 
+import pytest
+
 from millpond.controller.raft.config import RaftConfig
 from millpond.controller.raft.keys import Endpoint, OffsetAndEpoch, ReplicaKey, Voter, VoterSet
 from millpond.controller.raft.log import ElectionState
@@ -28,7 +30,7 @@ from millpond.controller.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from millpond.controller.raft.node import RaftNode, Role
+from millpond.controller.raft.node import KRaftUpgradeError, NotLeaderError, RaftNode, Role
 from millpond.wire.errors import ErrorCode
 from tests.controller.raft.simlog import SimLog, SimStore
 
@@ -61,7 +63,9 @@ class Cluster:
         """``static``: voters named by id alone (controller.quorum.voters)."""
         self.config = config
         voter_ids = list(voters)
-        self.voters = VoterSet(Voter(ReplicaKey(i) if static else key(i)) for i in voter_ids)
+        self.voters = (
+            VoterSet.of_ids(voter_ids) if static else VoterSet(Voter(key(i)) for i in voter_ids)
+        )
         self.now = 0
         self.contents: dict[object, int] = {}
         self.logs: dict[int, SimLog] = {}
@@ -469,3 +473,40 @@ def test_static_voters_announce_once_to_each_leader_who_keeps_it_in_memory() -> 
     # Nothing reached the log: the voter set in force is the static one.
     assert {v.key for v in leader.voters} == {ReplicaKey(0), ReplicaKey(1), ReplicaKey(2)}
     assert all(n.voters == cluster.voters for n in cluster.nodes.values())
+
+
+def test_static_voters_upgrade_to_kraft_version_1_once_all_have_announced() -> None:
+    cluster = Cluster([0, 1, 2], config=CONFIG._replace(kraft_version=0), static=True)
+    cluster.pump(until_ms=800)
+    leader = cluster.leader()
+    # No voter knows its listeners yet, so none told the leader its directory id.
+    with pytest.raises(KRaftUpgradeError, match="not all of the voters support it"):
+        leader.upgrade_kraft_version(cluster.now, 1, validate_only=True)
+    for node_id, node in cluster.nodes.items():
+        node.local_endpoints = listening(node_id)
+    cluster.pump(until_ms=800)
+    end = leader.log.end_offset
+    assert not leader.upgrade_kraft_version(cluster.now, 1, validate_only=True)
+    assert leader.log.end_offset == end and leader.kraft_version == 0
+    follower = next(n for n in cluster.nodes.values() if n is not leader)
+    with pytest.raises(NotLeaderError):
+        follower.upgrade_kraft_version(cluster.now, 1, validate_only=False)
+    assert leader.upgrade_kraft_version(cluster.now, 1, validate_only=False)
+    assert leader.kraft_version == 1  # from its append, as Kafka's
+    cluster.pump(until_ms=200)
+    want = {Voter(key(i), listening(i)) for i in (0, 1, 2)}
+    for node in cluster.nodes.values():
+        assert node.kraft_version == 1 and set(node.voters) == want
+    assert not leader.upgrade_kraft_version(cluster.now, 1, validate_only=False)  # no-op
+    with pytest.raises(KRaftUpgradeError, match="downgrade"):
+        leader.upgrade_kraft_version(cluster.now, 0, validate_only=False)
+    # A restart reads kraft.version 1 and the voters from the log, whatever it is
+    # configured with; the quorum goes on electing and committing.
+    restarted = follower.key.id
+    cluster.down.add(restarted)
+    cluster.start(restarted)
+    assert cluster.nodes[restarted].kraft_version == 1
+    assert set(cluster.nodes[restarted].voters) == want
+    offset = cluster.leader().append(cluster.now, [b"after"])
+    cluster.pump(until_ms=400)
+    assert all(n.high_watermark > offset for n in cluster.nodes.values())

@@ -15,6 +15,7 @@ come.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
@@ -65,6 +66,11 @@ class ControllerRegistrar:
         self._leader_id = leader_id
         self._is_active = is_active
         self._endpoints = endpoints
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Check now (the listeners were bound, or the leader changed)."""
+        self._wake.set()
 
     @property
     def registered(self) -> bool:
@@ -74,9 +80,11 @@ class ControllerRegistrar:
 
     async def run(self) -> None:
         while True:
+            self._wake.clear()
             if not self.registered:
                 await self.register_once()
-            await asyncio.sleep(CHECK_INTERVAL_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), CHECK_INTERVAL_S)
 
     async def register_once(self) -> ErrorCode | None:
         """Send the registration to the active controller once: its answer, or None

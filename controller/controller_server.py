@@ -201,6 +201,8 @@ class ControllerServer:
         announces them to the leader, a leader records its own)."""
         self.raft.node.local_endpoints = self.local_endpoints()
         self.driver.wake()
+        if self.registrar is not None:
+            self.registrar.wake()
 
     async def start(self) -> None:
         """Start carrying the quorum's messages (on the running event loop), and, where

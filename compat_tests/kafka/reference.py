@@ -74,6 +74,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("MILLPOND_KAFKA_CACHE", default))
 
 
+def shell_cache_dir() -> Path:
+    """Where install.sh puts Kafka's metadata shell and its release's jars."""
+    default = Path.home() / ".cache" / "millpond" / "kafka-shell"
+    return Path(os.environ.get("MILLPOND_KAFKA_SHELL_CACHE", default))
+
+
+def metadata_shell(snapshot: str | os.PathLike[str], *command: str, timeout: float = 120.0) -> str:
+    """Run Kafka's ``kafka-metadata-shell --snapshot SNAPSHOT COMMAND`` (a metadata log
+    segment or a ``.checkpoint``) and return its stdout; :class:`ToolError` if it fails."""
+    lib = shell_cache_dir() / "lib"
+    jars = sorted(lib.glob("*.jar")) if lib.is_dir() else []
+    if not jars:
+        raise KafkaNotInstalledError(f"Kafka's metadata shell not found in {lib}: {INSTALL_HINT}")
+    args = ["--snapshot", str(snapshot), *command]
+    classpath = os.pathsep.join(str(j) for j in jars)
+    java = _java(classpath, TOOL_JVM, TOOLS_LOG4J, "org.apache.kafka.shell.MetadataShell", *args)
+    result = subprocess.run(java, capture_output=True, text=True, timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise ToolError(f"kafka-metadata-shell {' '.join(command)} failed", result)
+    return result.stdout
+
+
 def install(timeout: float = 900.0) -> None:
     """Run install.sh: resolves the jars from Maven Central unless they are already current."""
     subprocess.run(["bash", str(INSTALL_SCRIPT)], check=True, timeout=timeout)

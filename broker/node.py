@@ -346,7 +346,7 @@ class Broker(BrokerServer):
             server.abort()
         for connection in list(self.connections):
             connection.abort()
-        self.controller_server.driver.close_peers()
+        self.controller_server.close_peers()
         if self.controller_link is not None:
             self.controller_link.close()
         if self.control_server is not None:

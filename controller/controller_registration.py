@@ -94,8 +94,8 @@ class ControllerRegistrar:
             BrokerEndpoint(e.listener, e.host, e.port, _PLAINTEXT) for e in self._endpoints()
         )
         leader = self._leader_id()
-        if not endpoints or leader < 0:
-            return None
+        if not endpoints or leader < 0 or (leader == self.node_id and not self._is_active()):
+            return None  # nowhere to send it yet (this node leads, its controller not yet)
         if self._is_active():
             request = cluster_control.ControllerRegistrationRequest(
                 self.node_id, self.incarnation_id, endpoints, self._features
@@ -114,6 +114,10 @@ class ControllerRegistrar:
             return None
         assert isinstance(response, creg_resp.ControllerRegistrationResponse)
         return self._logged(ErrorCode(response.error_code), response.error_message)
+
+    def close(self) -> None:
+        """Close the connection to the active controller."""
+        self._peers.close()
 
     def _request(self, endpoints: tuple[BrokerEndpoint, ...]) -> Message:
         return creg.ControllerRegistrationRequest(

@@ -275,8 +275,16 @@ class ControllerServer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._sessions = self._snapshots = self._registering = None
+        if self.registrar is not None:
+            self.registrar.close()
         await self.driver.stop()
         self.controller.close()
+
+    def close_peers(self) -> None:
+        """Close every connection to the other nodes now (a crash, for tests)."""
+        self.driver.close_peers()
+        if self.registrar is not None:
+            self.registrar.close()
 
     def close(self) -> None:
         self.controller.close()

@@ -187,6 +187,9 @@ class Broker(BrokerServer):
                         else None
                     ),
                     snapshots=_snapshot_triggers(config),
+                    unclean_leader_election_enable=bool(
+                        config.get("unclean.leader.election.enable")
+                    ),
                 ),
                 raft=raft,
                 voters=voters,
@@ -303,6 +306,8 @@ class Broker(BrokerServer):
                 "initial.broker.registration.timeout.ms", 60_000
             ),
             request_timeout_ms=config.get_int("request.timeout.ms", 30_000),
+            session_timeout_ms=config.get_int("broker.session.timeout.ms", 9000),
+            controlled_shutdown=bool(config.get("controlled.shutdown.enable")),
         )
         return link, RemoteControllerChannel(link, identity, lambda: self.image.offset)
 

@@ -57,6 +57,8 @@ class BrokerIdentity(NamedTuple):
     heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
     registration_timeout_ms: int  # initial.broker.registration.timeout.ms
     request_timeout_ms: int  # request.timeout.ms
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    controlled_shutdown: bool = True  # controlled.shutdown.enable
 
 
 def _code(response: Message) -> int:
@@ -228,19 +230,40 @@ class RemoteControllerChannel:
         ]
 
     async def close(self) -> None:
-        """Stop heartbeating, after one heartbeat that asks to shut down (controlled
-        shutdown). It waits two heartbeat intervals at most: a broker no controller
-        answers is fenced when its session lapses anyway."""
+        """Stop heartbeating, after a controlled shutdown (``controlled.shutdown.enable``):
+        heartbeats that ask to shut down until the controller, having moved this
+        broker's leaderships and seen the other brokers apply that, says it may. The wait
+        is bounded by ``broker.session.timeout.ms``: past it the controller fences this
+        broker anyway."""
         if self._heartbeats is None:
             return
         self._heartbeats.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._heartbeats
         self._heartbeats = None
-        try:
-            await self._heartbeat(
-                shut_down=True, timeout_ms=2 * self._identity.heartbeat_interval_ms
-            )
-        except ConnectionError as exc:
-            _log.info("controlled shutdown not acknowledged: %s", exc)
+        if self._identity.controlled_shutdown:
+            await self._shut_down()
         self._link.close()
+
+    async def _shut_down(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._identity.session_timeout_ms / 1000
+        # Each ask waits two heartbeat intervals at most: a controller that does not
+        # answer by then is not coming back before the session lapses.
+        patience_ms = 2 * self._identity.heartbeat_interval_ms
+        while (remaining_ms := int((deadline - loop.time()) * 1000)) > 0:
+            try:
+                response = await self._heartbeat(
+                    shut_down=True, timeout_ms=min(remaining_ms, patience_ms)
+                )
+            except ConnectionError as exc:
+                _log.info("controlled shutdown not acknowledged: %s", exc)
+                return
+            if response.should_shut_down or response.error_code != ErrorCode.NONE:
+                return
+            await asyncio.sleep(_CATCH_UP_POLL_MS / 1000)
+        _log.warning(
+            "controlled shutdown not granted within broker.session.timeout.ms (%d ms); "
+            "stopping anyway (the controller fences this broker)",
+            self._identity.session_timeout_ms,
+        )

@@ -26,9 +26,10 @@ was handed out and a restart never hands out an id twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from millpond.controller import partition_change
 from millpond.controller.feature_control import KRAFT_VERSION
 from millpond.controller.image import (
     BrokerEndpoint,
@@ -37,8 +38,7 @@ from millpond.controller.image import (
     MetadataImage,
 )
 from millpond.controller.image_records import broker_record, controller_record
-from millpond.controller.partition_change import elect_leaderless
-from millpond.controller.record_serde import with_version
+from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.broker_registration_change_record import (
@@ -198,20 +198,53 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 
 
 def set_fenced(
-    image: MetadataImage, broker_id: int, broker_epoch: int, *, fenced: bool
+    image: MetadataImage,
+    broker_id: int,
+    broker_epoch: int,
+    *,
+    fenced: bool,
+    unclean_default: bool = False,
 ) -> ControllerResult[ApiError]:
-    """Fence or unfence a broker (no record when it already is). Unfencing gives the
-    partitions left without a leader whose ISR holds the broker a leader again."""
+    """Fence or unfence a broker (no record when it already is). Fencing takes the
+    broker out of every ISR and moves its leaderships (Kafka's ``handleBrokerFenced``);
+    unfencing gives partitions without a leader one again (``handleBrokerUnfenced``).
+    ``unclean_default`` is the controller's static ``unclean.leader.election.enable``."""
     error = check_broker_epoch(image, broker_id, broker_epoch)
     if error.is_failure:
         return ControllerResult((), error)
     if image.brokers[broker_id].fenced == fenced:
         return ControllerResult((), NO_ERROR)
-    record = BrokerRegistrationChangeRecord(
-        broker_id=broker_id, broker_epoch=broker_epoch, fenced=1 if fenced else -1
+    record = with_version(
+        BrokerRegistrationChangeRecord(
+            broker_id=broker_id, broker_epoch=broker_epoch, fenced=1 if fenced else -1
+        )
     )
-    elected = [] if fenced else elect_leaderless(image, broker_id)
-    return ControllerResult((with_version(record), *elected), NO_ERROR)
+    if fenced:
+        moved = _without(image, broker_id, unclean_default)
+        return ControllerResult((*moved, record), NO_ERROR)
+    elected = partition_change.leader_and_isr_updates(
+        image,
+        partition_change.partitions_without_leader(image),
+        add=broker_id,
+        unclean=_unclean(image, unclean_default),
+    )
+    return ControllerResult((record, *elected), NO_ERROR)
+
+
+def _unclean(image: MetadataImage, default: bool) -> Callable[[str], bool]:
+    return lambda topic: partition_change.unclean_election_enabled(image, topic, default)
+
+
+def _without(
+    image: MetadataImage, broker_id: int, unclean_default: bool
+) -> list[ApiMessageAndVersion]:
+    """The broker out of every ISR, its leaderships moved."""
+    return partition_change.leader_and_isr_updates(
+        image,
+        partition_change.partitions_with_replica_in_isr(image, broker_id),
+        remove=broker_id,
+        unclean=_unclean(image, unclean_default),
+    )
 
 
 class BrokerHeartbeatRequest(NamedTuple):
@@ -228,38 +261,124 @@ class BrokerHeartbeatResult(NamedTuple):
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
+    #: The broker entered controlled shutdown with this heartbeat.
+    entered_controlled_shutdown: bool = False
+
+
+class ShutdownProgress(NamedTuple):
+    """What the active controller knows (in memory, as Kafka's BrokerHeartbeatManager)
+    of a broker in controlled shutdown and of the others."""
+
+    #: The offset by which the broker's shutdown records are written (None: not known,
+    #: e.g. it entered controlled shutdown under another controller).
+    shutdown_offset: int | None = None
+    #: The lowest metadata offset the usable brokers have reported applying.
+    lowest_active_offset: int = 2**63 - 1
+
+
+_NO_SHUTDOWN = ShutdownProgress()
 
 
 def broker_heartbeat(
-    image: MetadataImage, request: BrokerHeartbeatRequest
+    image: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    progress: ShutdownProgress = _NO_SHUTDOWN,
+    *,
+    unclean_default: bool = False,
 ) -> ControllerResult[BrokerHeartbeatResult]:
-    """BrokerHeartbeat, as Kafka's controller answers it: a broker is caught up once it
-    has applied the metadata up to its own registration (its broker epoch is that
-    record's offset); a caught-up broker that does not want to be fenced is unfenced, one
-    that wants it is fenced, and one that wants to shut down is fenced and told to go
-    (it leads no partition another replica could take over from it)."""
+    """BrokerHeartbeat, as Kafka's controller answers it (its BrokerHeartbeatManager's
+    states FENCED, UNFENCED, CONTROLLED_SHUTDOWN and SHUTDOWN_NOW).
+
+    A broker is caught up once it has applied the metadata up to its own registration
+    (its broker epoch is that record's offset); a caught-up fenced broker that does not
+    want to be fenced is unfenced. An unfenced broker that wants to shut down and still
+    leads partitions enters controlled shutdown: it leaves every ISR and its leaderships
+    move; it is told to shut down (and fenced) once it leads nothing and every usable
+    broker has applied those changes. One that leads nothing, or is fenced, or wants to
+    be fenced as well, shuts down at once."""
     error = check_broker_epoch(image, request.broker_id, request.broker_epoch)
     if error.is_failure:
         return ControllerResult((), BrokerHeartbeatResult(error))
     broker = image.brokers[request.broker_id]
     caught_up = request.current_metadata_offset >= broker.broker_epoch
-    fence = request.want_fence or request.want_shut_down
-    if not fence and not caught_up:
-        fence = broker.fenced  # stays as it is until it has caught up
-    change = set_fenced(image, request.broker_id, request.broker_epoch, fenced=fence)
+    state = _next_state(image, request, progress, caught_up=caught_up)
+    if state == _CONTROLLED_SHUTDOWN:
+        records = (
+            []
+            if broker.in_controlled_shutdown
+            else _enter_controlled_shutdown(image, request, unclean_default)
+        )
+    else:
+        change = set_fenced(
+            image,
+            request.broker_id,
+            request.broker_epoch,
+            fenced=state != _UNFENCED,
+            unclean_default=unclean_default,
+        )
+        records = list(change.records)
     return ControllerResult(
-        change.records,
+        tuple(records),
         BrokerHeartbeatResult(
             NO_ERROR,
             is_caught_up=caught_up,
-            is_fenced=fence,
-            should_shut_down=request.want_shut_down,
+            is_fenced=state in (_FENCED, _SHUTDOWN_NOW),
+            should_shut_down=state == _SHUTDOWN_NOW,
+            entered_controlled_shutdown=(
+                state == _CONTROLLED_SHUTDOWN and not broker.in_controlled_shutdown
+            ),
         ),
     )
 
 
-def unregister_broker(image: MetadataImage, broker_id: int) -> ControllerResult[ApiError]:
-    """UnregisterBroker: drop the registration (BROKER_ID_NOT_REGISTERED if none)."""
+_FENCED, _UNFENCED, _CONTROLLED_SHUTDOWN, _SHUTDOWN_NOW = range(4)
+
+
+def _next_state(
+    image: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    progress: ShutdownProgress,
+    *,
+    caught_up: bool,
+) -> int:
+    broker = image.brokers[request.broker_id]
+    if broker.fenced:
+        if request.want_shut_down:
+            return _SHUTDOWN_NOW
+        return _UNFENCED if not request.want_fence and caught_up else _FENCED
+    leads = bool(partition_change.partitions_led_by(image, request.broker_id))
+    if broker.in_controlled_shutdown:
+        if leads:
+            return _CONTROLLED_SHUTDOWN
+        applied = progress.shutdown_offset is not None and (
+            progress.shutdown_offset <= progress.lowest_active_offset
+        )
+        return _SHUTDOWN_NOW if applied else _CONTROLLED_SHUTDOWN
+    if request.want_fence:
+        return _SHUTDOWN_NOW if request.want_shut_down else _FENCED
+    if request.want_shut_down:
+        return _CONTROLLED_SHUTDOWN if leads else _SHUTDOWN_NOW
+    return _UNFENCED
+
+
+def _enter_controlled_shutdown(
+    image: MetadataImage, request: BrokerHeartbeatRequest, unclean_default: bool
+) -> list[ApiMessageAndVersion]:
+    """Kafka's ``handleBrokerInControlledShutdown``: the broker marked as shutting down
+    (so it is no longer usable), out of every ISR, its leaderships moved."""
+    record = BrokerRegistrationChangeRecord(
+        broker_id=request.broker_id,
+        broker_epoch=request.broker_epoch,
+        in_controlled_shutdown=1,
+    )
+    return [with_version(record), *_without(image, request.broker_id, unclean_default)]
+
+
+def unregister_broker(
+    image: MetadataImage, broker_id: int, *, unclean_default: bool = False
+) -> ControllerResult[ApiError]:
+    """UnregisterBroker: the broker out of every ISR, its leaderships moved, and its
+    registration dropped (BROKER_ID_NOT_REGISTERED if none)."""
     broker = image.brokers.get(broker_id)
     if broker is None:
         return ControllerResult(
@@ -270,7 +389,8 @@ def unregister_broker(image: MetadataImage, broker_id: int) -> ControllerResult[
             ),
         )
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.broker_epoch)
-    return ControllerResult((with_version(record),), NO_ERROR)
+    moved = _without(image, broker_id, unclean_default)
+    return ControllerResult((*moved, with_version(record)), NO_ERROR)
 
 
 def allocate_producer_ids(

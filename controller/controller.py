@@ -129,6 +129,8 @@ class ControllerConfig(NamedTuple):
     bootstrap_features: Mapping[str, int] = feature_control.BOOTSTRAP_FEATURES
     #: metadata.log.max.record.bytes.between.snapshots, metadata.log.max.snapshot.interval.ms
     snapshots: SnapshotTriggers = SnapshotTriggers()
+    #: unclean.leader.election.enable, for topics and clusters that do not set it.
+    unclean_leader_election_enable: bool = False
 
 
 class QuorumController:
@@ -156,6 +158,10 @@ class QuorumController:
         #: broker id -> when it last registered or heartbeat (monotonic ms), while active;
         #: a broker not heard from yet counts from the activation.
         self._contact: dict[int, int] = {}
+        #: broker id -> the metadata offset it last reported applying, while active.
+        self._applied: dict[int, int] = {}
+        #: broker id -> the offset by which its controlled shutdown records are written.
+        self._shutdown_offsets: dict[int, int] = {}
         self._active_since = 0
         self._snapshots = SnapshotSchedule(config.snapshots, clock.monotonic_ms())
         #: Holds a metadata transaction's records until it ends.
@@ -269,7 +275,7 @@ class QuorumController:
             return
         self._active = leader.epoch
         self._image = self._committed
-        self._contact.clear()
+        self._forget_brokers()
         self._active_since = self._clock.monotonic_ms()
         if self._replayer.in_transaction:
             # The previous controller left a metadata transaction open: it never ends
@@ -288,11 +294,17 @@ class QuorumController:
             ]
             self._commit(ControllerResult(tuple(records), None))
 
+    def _forget_brokers(self) -> None:
+        """What only an active controller knows of the brokers, kept in memory."""
+        self._contact.clear()
+        self._applied.clear()
+        self._shutdown_offsets.clear()
+
     def _deactivate(self, leader: LeaderAndEpoch) -> None:
         self._active = None
         self._image = self._committed
         self._uncommitted.clear()
-        self._contact.clear()
+        self._forget_brokers()
         error = NotControllerError(
             f"node {self.config.node_id} is no longer the active controller (epoch"
             f" {leader.epoch}, leader {leader.leader_id}); ask the new one"
@@ -432,10 +444,33 @@ class QuorumController:
         self, request: BrokerHeartbeatRequest
     ) -> ControllerResult[BrokerHeartbeatResult]:
         self._check_active()
-        result = cluster_control.broker_heartbeat(self._image, request)
+        broker_id = request.broker_id
+        broker = self._image.brokers.get(broker_id)
+        if broker is not None and broker.in_controlled_shutdown:
+            # It entered controlled shutdown under an earlier active controller: what
+            # every broker must have applied is at most what this one's image holds.
+            self._shutdown_offsets.setdefault(broker_id, self._image.offset)
+        usable = self._image.usable_brokers()
+        progress = cluster_control.ShutdownProgress(
+            self._shutdown_offsets.get(broker_id),
+            min((self._applied.get(b, -1) for b in usable), default=2**63 - 1),
+        )
+        result = self._commit(
+            cluster_control.broker_heartbeat(
+                self._image,
+                request,
+                progress,
+                unclean_default=self.config.unclean_leader_election_enable,
+            )
+        )
         if result.response.error.is_success:
-            self._contact[request.broker_id] = self._clock.monotonic_ms()
-        return self._commit(result)
+            self._contact[broker_id] = self._clock.monotonic_ms()
+            self._applied[broker_id] = request.current_metadata_offset
+            if result.response.entered_controlled_shutdown:
+                self._shutdown_offsets[broker_id] = self._raft.end_offset - 1
+            elif result.response.is_fenced:
+                self._shutdown_offsets.pop(broker_id, None)
+        return result
 
     def register_controller(
         self, request: cluster_control.ControllerRegistrationRequest
@@ -456,33 +491,47 @@ class QuorumController:
         now = self._clock.monotonic_ms()
         stale: list[int] = []
         records: list[ApiMessageAndVersion] = []
-        for broker in self._image.brokers.values():
+        # One commit per broker, as Kafka fences one at a time: each fencing's ISR and
+        # leader changes are made against the image the previous one left.
+        for broker in sorted(self._image.brokers.values(), key=lambda b: b.broker_id):
             heard = self._contact.get(broker.broker_id, self._active_since)
             if broker.fenced or now - heard < timeout:
                 continue
-            change = cluster_control.set_fenced(
-                self._image, broker.broker_id, broker.broker_epoch, fenced=True
-            )
+            change = self._set_fenced(broker.broker_id, broker.broker_epoch, fenced=True)
             records.extend(change.records)
             stale.append(broker.broker_id)
-        return self._commit(ControllerResult(tuple(records), tuple(stale)))
+        return ControllerResult(tuple(records), tuple(stale))
 
     def unfence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
         self._check_active()
-        return self._commit(
-            cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=False)
-        )
+        return self._set_fenced(broker_id, broker_epoch, fenced=False)
 
     def fence_broker(self, broker_id: int, broker_epoch: int) -> ControllerResult[ApiError]:
         self._check_active()
+        return self._set_fenced(broker_id, broker_epoch, fenced=True)
+
+    def _set_fenced(
+        self, broker_id: int, broker_epoch: int, *, fenced: bool
+    ) -> ControllerResult[ApiError]:
+        unclean = self.config.unclean_leader_election_enable
         return self._commit(
-            cluster_control.set_fenced(self._image, broker_id, broker_epoch, fenced=True)
+            cluster_control.set_fenced(
+                self._image, broker_id, broker_epoch, fenced=fenced, unclean_default=unclean
+            )
         )
 
     def unregister_broker(self, broker_id: int) -> ControllerResult[ApiError]:
         self._contact.pop(broker_id, None)
+        self._applied.pop(broker_id, None)
+        self._shutdown_offsets.pop(broker_id, None)
         self._check_active()
-        return self._commit(cluster_control.unregister_broker(self._image, broker_id))
+        return self._commit(
+            cluster_control.unregister_broker(
+                self._image,
+                broker_id,
+                unclean_default=self.config.unclean_leader_election_enable,
+            )
+        )
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int, count: int = PRODUCER_ID_BLOCK_SIZE

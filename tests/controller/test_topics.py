@@ -13,7 +13,6 @@ from millpond.controller.replication_control import (
     validate_topic_name,
 )
 from millpond.wire.errors import ErrorCode
-from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
 
 from .helpers import CLUSTER_ID, NODE_ID, mem_fs, open_controller, running_node
 
@@ -425,24 +424,23 @@ def test_create_partitions_for_more_than_10_000_topics_fails_whole() -> None:
     assert topic is not None and len(topic.partitions) == 1
 
 
-def test_unfencing_a_broker_gives_its_leaderless_partitions_a_leader_again() -> None:
-    """As Kafka's controller does after a broker's clean shutdown took its leadership
-    away: the broker's return makes it leader again of what it holds in its ISR."""
+def test_fencing_the_only_broker_leaves_its_partitions_leaderless_until_it_returns() -> None:
+    """As Kafka's controller does: the fenced broker stops leading, keeps its place as
+    the last ISR member (it holds every acknowledged record), and leads again once it
+    is unfenced; each change bumps the leader epoch."""
     controller = running_node()
     controller.create_topics([CreatableTopic("t", 2)])
     image = controller.image
-    topic = image.topic("t")
-    assert topic is not None
-    # The broker shut down: fenced, and its partitions left without a leader.
     epoch = image.brokers[NODE_ID].broker_epoch
-    for record in set_fenced(image, NODE_ID, epoch, fenced=True).records:
+    fenced = set_fenced(image, NODE_ID, epoch, fenced=True)
+    for record in fenced.records:
         image = apply(image, record.message)
-    image = apply(image, PartitionChangeRecord(topic_id=topic.topic_id, partition_id=0, leader=-1))
-    assert image.topic("t").partitions[0].leader == -1  # type: ignore[union-attr]
+    assert len(fenced.records) == 3  # two partitions lose their leader, then the fencing
+    for p in image.topic("t").partitions.values():  # type: ignore[union-attr]
+        assert (p.leader, p.isr, p.leader_epoch) == (-1, (NODE_ID,), 1)
     unfenced = set_fenced(image, NODE_ID, epoch, fenced=False)
     for record in unfenced.records:
         image = apply(image, record.message)
-    partitions = image.topic("t").partitions  # type: ignore[union-attr]
-    assert partitions[0].leader == NODE_ID and partitions[0].leader_epoch == 2
-    assert partitions[1].leader == NODE_ID and partitions[1].leader_epoch == 0  # untouched
-    assert len(unfenced.records) == 2  # the unfencing and one election
+    assert len(unfenced.records) == 3  # the unfencing, then two elections
+    for p in image.topic("t").partitions.values():  # type: ignore[union-attr]
+        assert (p.leader, p.isr, p.leader_epoch) == (NODE_ID, (NODE_ID,), 2)

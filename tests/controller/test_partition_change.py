@@ -1,0 +1,198 @@
+"""Leadership and ISR follow the brokers' states, as on Kafka's controller: a fenced,
+shutting-down or unregistered broker leaves every ISR (never emptying one) and its
+partitions move to the next in-sync replica that can lead; an unfenced one leads again
+what was left without a leader; unclean elections happen only where a topic allows them;
+controlled shutdown completes only once the broker leads nothing and the other brokers
+have applied the moves."""
+
+from __future__ import annotations
+
+from millpond.controller.cluster_control import BrokerHeartbeatRequest, set_fenced
+from millpond.controller.config_control import (
+    AlterableConfig,
+    AlterConfigOp,
+    AlterConfigsResource,
+)
+from millpond.controller.controller import QuorumController
+from millpond.controller.image import (
+    ConfigResource,
+    ConfigResourceType,
+    MetadataImage,
+    PartitionRegistration,
+    apply,
+)
+from millpond.controller.replication_control import CreatableReplicaAssignment, CreatableTopic
+from millpond.storage.clock import ManualClock
+from millpond.wire.errors import ErrorCode
+
+from .helpers import ENDPOINT, mem_fs, open_controller
+
+#: Topic ``t``'s partition 0 on [1, 2, 3] and 1 on [2, 3, 1]; topic ``u``'s one on
+#: [3, 1] (the tests call it partition 2). The ISRs start as the replicas.
+REPLICAS: dict[str, list[tuple[int, ...]]] = {"t": [(1, 2, 3), (2, 3, 1)], "u": [(3, 1)]}
+
+
+class Cluster:
+    """A controller with brokers 1-3 registered and unfenced, and :data:`REPLICAS`."""
+
+    def __init__(self, **config: object) -> None:
+        self.clock = ManualClock()
+        self.controller: QuorumController = open_controller(mem_fs(), 7, self.clock, None, **config)
+        self.epochs: dict[int, int] = {}
+        for broker in (1, 2, 3):
+            registered = self.controller.register_broker(
+                broker, [ENDPOINT._replace(port=9092 + broker)]
+            )
+            self.epochs[broker] = registered.response.broker_epoch
+            assert self.controller.unfence_broker(broker, self.epochs[broker]).response.is_success
+        topics = [
+            CreatableTopic(
+                name, assignments=[CreatableReplicaAssignment(i, r) for i, r in enumerate(rs)]
+            )
+            for name, rs in REPLICAS.items()
+        ]
+        for created in self.controller.create_topics(topics).response:
+            assert created.error.code == ErrorCode.NONE
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.controller.image
+
+    def partition(self, index: int) -> PartitionRegistration:
+        topic = self.image.topic("t" if index < 2 else "u")
+        assert topic is not None
+        return topic.partitions[index % 2]
+
+    def beat(
+        self, broker: int, *, stop: bool = False, offset: int | None = None
+    ) -> tuple[bool, bool]:
+        """A heartbeat having applied ``offset`` (default: all); (fenced, shut down)."""
+        applied = self.controller.last_offset if offset is None else offset
+        request = BrokerHeartbeatRequest(broker, self.epochs[broker], applied, False, stop)
+        response = self.controller.broker_heartbeat(request).response
+        assert response.error.is_success
+        return response.is_fenced, response.should_shut_down
+
+
+def test_a_fenced_leader_hands_over_to_the_next_in_sync_replica() -> None:
+    cluster = Cluster()
+    before = [cluster.partition(i) for i in range(3)]
+    cluster.controller.fence_broker(1, cluster.epochs[1])
+    led, followed, two = (cluster.partition(i) for i in range(3))
+    assert (led.leader, led.isr) == (2, (2, 3))
+    assert led.leader_epoch == before[0].leader_epoch + 1
+    assert led.partition_epoch == before[0].partition_epoch + 1
+    # A follower leaving the ISR changes neither the leader nor its epoch.
+    assert (followed.leader, followed.isr) == (2, (2, 3))
+    assert followed.leader_epoch == before[1].leader_epoch
+    assert followed.partition_epoch == before[1].partition_epoch + 1
+    assert (two.leader, two.isr, two.leader_epoch) == (3, (3,), before[2].leader_epoch)
+
+
+def test_the_last_in_sync_replica_stays_in_the_isr_without_leading() -> None:
+    cluster = Cluster()
+    cluster.controller.fence_broker(3, cluster.epochs[3])
+    cluster.controller.fence_broker(1, cluster.epochs[1])
+    two = cluster.partition(2)
+    assert (two.leader, two.isr) == (-1, (1,))  # 1 holds every acknowledged record
+    # Unfencing 3, out of the ISR, elects nobody; unfencing 1 elects it.
+    cluster.beat(3)
+    assert cluster.partition(2).leader == -1
+    cluster.beat(1)
+    assert (cluster.partition(2).leader, cluster.partition(2).isr) == (1, (1,))
+
+
+def test_an_unclean_election_needs_the_topic_or_the_cluster_to_allow_it() -> None:
+    for allow in ("topic", "cluster", "static"):
+        cluster = Cluster(unclean_leader_election_enable=allow == "static")
+        resource = ConfigResource(
+            ConfigResourceType.TOPIC if allow == "topic" else ConfigResourceType.BROKER,
+            "u" if allow == "topic" else "",
+        )
+        if allow != "static":
+            op = AlterableConfig("unclean.leader.election.enable", AlterConfigOp.SET, "true")
+            request = AlterConfigsResource(resource.type, resource.name, [op])
+            altered = cluster.controller.incremental_alter_configs([request]).response
+            assert altered[resource].is_success
+        cluster.controller.fence_broker(3, cluster.epochs[3])  # partition 2: ISR [1]
+        cluster.controller.fence_broker(1, cluster.epochs[1])  # no in-sync replica left
+        # Unfencing 3, out of the ISR, makes it the leader: the ISR is only itself, and
+        # it leads in the RECOVERING state.
+        cluster.beat(3)
+        two = cluster.partition(2)
+        assert (two.leader, two.isr, two.leader_recovery_state) == (3, (3,), 1), allow
+
+
+def test_unclean_election_is_off_by_default() -> None:
+    cluster = Cluster()
+    image = cluster.image
+    for broker in (3, 1):
+        epoch = image.brokers[broker].broker_epoch
+        for record in set_fenced(image, broker, epoch, fenced=True).records:
+            image = apply(image, record.message)
+    unfence = set_fenced(image, 3, image.brokers[3].broker_epoch, fenced=False)
+    assert len(unfence.records) == 1  # the unfencing alone: 3 is not in the ISR
+
+
+def test_brokers_fenced_together_are_fenced_one_after_the_other() -> None:
+    cluster = Cluster(broker_session_timeout_ms=1000)
+    cluster.clock.advance(1000)
+    cluster.beat(3)
+    cluster.clock.advance(1)
+    assert cluster.controller.fence_stale_brokers().response == (1, 2)
+    # Each fencing saw the one before: no ISR names a fenced broker but as its last member.
+    for index in range(3):
+        p = cluster.partition(index)
+        assert p.leader == 3 and p.isr == (3,), (index, p)
+
+
+def test_controlled_shutdown_moves_leadership_then_lets_the_broker_go() -> None:
+    cluster = Cluster()
+    assert cluster.beat(1, stop=True) == (False, False)  # in controlled shutdown
+    broker = cluster.image.brokers[1]
+    assert broker.in_controlled_shutdown and not broker.fenced
+    assert 1 not in cluster.image.usable_brokers()
+    assert [cluster.partition(i).leader for i in range(3)] == [2, 2, 3]
+    assert [cluster.partition(i).isr for i in range(3)] == [(2, 3), (2, 3), (3,)]
+    moved = cluster.controller.last_offset
+    # It leads nothing now, but 2 and 3 have not applied the moves yet.
+    assert cluster.beat(1, stop=True) == (False, False)
+    cluster.beat(2, offset=moved - 1)
+    cluster.beat(3)
+    assert cluster.beat(1, stop=True) == (False, False)
+    cluster.beat(2, offset=moved)
+    assert cluster.beat(1, stop=True) == (True, True)
+    assert cluster.image.brokers[1].fenced
+
+
+def test_a_broker_that_leads_nothing_shuts_down_at_once() -> None:
+    cluster = Cluster()
+    cluster.controller.fence_broker(1, cluster.epochs[1])
+    cluster.beat(1)  # unfenced again: in no ISR, leading nothing
+    assert cluster.beat(1, stop=True) == (True, True)
+    fenced_already = Cluster()
+    fenced_already.controller.fence_broker(2, fenced_already.epochs[2])
+    assert fenced_already.beat(2, stop=True) == (True, True)
+
+
+def test_a_new_active_controller_finishes_a_controlled_shutdown() -> None:
+    """The shutdown offset lives in the active controller's memory; the next one takes
+    its own image's offset, so the broker still gets to go."""
+    cluster = Cluster()
+    cluster.beat(1, stop=True)
+    cluster.controller._forget_brokers()  # what a change of active controller loses
+    assert cluster.beat(1, stop=True) == (False, False)
+    cluster.beat(2)
+    cluster.beat(3)
+    assert cluster.beat(1, stop=True) == (True, True)
+
+
+def test_unregistering_a_broker_moves_its_leaderships() -> None:
+    cluster = Cluster()
+    assert cluster.controller.unregister_broker(1).response.is_success
+    assert 1 not in cluster.image.brokers
+    assert [(cluster.partition(i).leader, cluster.partition(i).isr) for i in range(3)] == [
+        (2, (2, 3)),
+        (2, (2, 3)),
+        (3, (3,)),
+    ]

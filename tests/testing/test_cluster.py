@@ -3,8 +3,9 @@ and two brokers in this process. Killing the active controller elects another an
 no acknowledged topic; a killed controller restarts on its data and catches up; an
 isolated broker is fenced and comes back once healed; an isolated leader is replaced;
 admin requests sent to any broker reach the active controller, ElectLeaders among
-them; and the nodes' threads and descriptors, killed ones' included, are gone
-afterwards."""
+them; a broker stopped cleanly hands its leaderships over first, and a killed one loses
+them once its session lapses; and the nodes' threads and descriptors, killed ones'
+included, are gone afterwards."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from millpond.broker.node import Broker
 from millpond.testing.cluster import ClusterError, EmbeddedCluster, cluster
 from millpond.wire.errors import ErrorCode
 
@@ -85,6 +87,49 @@ def test_failover_kill_restart_and_isolate() -> None:
     lingering = [t for t in threading.enumerate() if t.ident not in threads_before]
     assert [t.name for t in lingering if t.name.startswith("millpond-node-")] == []
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2  # the client's, closing
+
+
+def _leader_and_isr(running: EmbeddedCluster, topic: str) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Each partition's (leader, ISR), as a client's Metadata answer gives them, asked
+    of the last broker (the test never stops it)."""
+    last = running.node(running.brokers[-1])
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{last.port}")
+    try:
+        [described] = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    return {
+        p["partition_index"]: (p["leader_id"], tuple(p["isr_nodes"]))
+        for p in described["partitions"]
+    }
+
+
+def test_a_stopped_or_killed_broker_loses_its_leaderships() -> None:
+    with cluster(controllers=1, brokers=3) as running:
+        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+        try:
+            assignment = {0: [2, 3, 4], 1: [3, 4, 2]}
+            admin.create_topics([NewTopic("t", replica_assignments=assignment)])
+        finally:
+            admin.close()
+        _until(lambda: _leader_and_isr(running, "t")[0][0] == 2, "the topic created")
+        assert _leader_and_isr(running, "t") == {0: (2, (2, 3, 4)), 1: (3, (3, 4, 2))}
+
+        started = time.monotonic()
+        running.stop(2)  # controlled shutdown: leadership moves before it goes
+        stop_s = time.monotonic() - started
+        assert _leader_and_isr(running, "t") == {0: (3, (3, 4)), 1: (3, (3, 4))}
+        assert stop_s < 3.0, f"controlled shutdown took {stop_s:.1f} s: it was not granted"
+
+        running.kill(3)  # no goodbye: fenced once broker.session.timeout.ms lapses
+        last = running.node(4).handle
+
+        def leader_seen_by_the_last(broker: Broker) -> int:
+            topic = broker.image.topic("t")
+            return -2 if topic is None else topic.partitions[0].leader
+
+        _until(lambda: last.call(leader_seen_by_the_last) == 4, "the killed leader replaced")
+        assert _leader_and_isr(running, "t") == {0: (4, (4,)), 1: (4, (4,))}
 
 
 def test_asking_a_stopped_node_says_so() -> None:

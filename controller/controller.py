@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
-from millpond.controller import cluster_control, config_control, feature_control
+from millpond.controller import alter_partition, cluster_control, config_control, feature_control
 from millpond.controller.cluster_control import (
     PRODUCER_ID_BLOCK_SIZE,
     BrokerHeartbeatRequest,
@@ -532,6 +532,12 @@ class QuorumController:
                 unclean_default=self.config.unclean_leader_election_enable,
             )
         )
+
+    def alter_partition(
+        self, request: alter_partition.AlterPartitionRequest
+    ) -> ControllerResult[alter_partition.AlterPartitionAnswer]:
+        self._check_active()
+        return self._commit(alter_partition.alter_partition(self._image, request))
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int, count: int = PRODUCER_ID_BLOCK_SIZE

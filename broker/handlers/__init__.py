@@ -105,5 +105,6 @@ CONTROLLER_ROUTES: tuple[Route, ...] = (
     _route(63, 0, 2, "controller_role"),
     _route(67, 0, 0, "controller_role"),
     _route(70, 0, 0, "controller_role"),
+    _route(56, 2, 3, "controller_role"),
     _route(58, 0, 0, "envelope"),
 )

@@ -7,8 +7,8 @@
   Kafka 4.4's raft client does (the answer may wait: a follower's Fetch long-polls at the
   leader). DescribeQuorum comes here from broker listeners too.
 - The lifecycle APIs: BrokerRegistration (62), BrokerHeartbeat (63),
-  AllocateProducerIds (67) and ControllerRegistration (70), which the active controller
-  answers once their records commit (NOT_CONTROLLER elsewhere).
+  AllocateProducerIds (67), AlterPartition (56) and ControllerRegistration (70), which
+  the active controller answers once their records commit (NOT_CONTROLLER elsewhere).
 
 A node without a controller role serves no controller listener, so only a broker
 listener's DescribeQuorum can find none here; the connection is then closed.
@@ -25,8 +25,9 @@ from millpond.wire import Message
 if TYPE_CHECKING:
     from millpond.broker.broker_server import BrokerServer
 
-#: BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and ControllerRegistration.
-LIFECYCLE_APIS = frozenset({62, 63, 67, 70})
+#: BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AlterPartition and
+#: ControllerRegistration.
+LIFECYCLE_APIS = frozenset({56, 62, 63, 67, 70})
 
 
 async def handle(broker: BrokerServer, ctx: RequestContext, request: Message) -> Message:

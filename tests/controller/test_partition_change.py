@@ -7,71 +7,15 @@ have applied the moves."""
 
 from __future__ import annotations
 
-from millpond.controller.cluster_control import BrokerHeartbeatRequest, set_fenced
+from millpond.controller.cluster_control import set_fenced
 from millpond.controller.config_control import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
 )
-from millpond.controller.controller import QuorumController
-from millpond.controller.image import (
-    ConfigResource,
-    ConfigResourceType,
-    MetadataImage,
-    PartitionRegistration,
-    apply,
-)
-from millpond.controller.replication_control import CreatableReplicaAssignment, CreatableTopic
-from millpond.storage.clock import ManualClock
-from millpond.wire.errors import ErrorCode
+from millpond.controller.image import ConfigResource, ConfigResourceType, apply
 
-from .helpers import ENDPOINT, mem_fs, open_controller
-
-#: Topic ``t``'s partition 0 on [1, 2, 3] and 1 on [2, 3, 1]; topic ``u``'s one on
-#: [3, 1] (the tests call it partition 2). The ISRs start as the replicas.
-REPLICAS: dict[str, list[tuple[int, ...]]] = {"t": [(1, 2, 3), (2, 3, 1)], "u": [(3, 1)]}
-
-
-class Cluster:
-    """A controller with brokers 1-3 registered and unfenced, and :data:`REPLICAS`."""
-
-    def __init__(self, **config: object) -> None:
-        self.clock = ManualClock()
-        self.controller: QuorumController = open_controller(mem_fs(), 7, self.clock, None, **config)
-        self.epochs: dict[int, int] = {}
-        for broker in (1, 2, 3):
-            registered = self.controller.register_broker(
-                broker, [ENDPOINT._replace(port=9092 + broker)]
-            )
-            self.epochs[broker] = registered.response.broker_epoch
-            assert self.controller.unfence_broker(broker, self.epochs[broker]).response.is_success
-        topics = [
-            CreatableTopic(
-                name, assignments=[CreatableReplicaAssignment(i, r) for i, r in enumerate(rs)]
-            )
-            for name, rs in REPLICAS.items()
-        ]
-        for created in self.controller.create_topics(topics).response:
-            assert created.error.code == ErrorCode.NONE
-
-    @property
-    def image(self) -> MetadataImage:
-        return self.controller.image
-
-    def partition(self, index: int) -> PartitionRegistration:
-        topic = self.image.topic("t" if index < 2 else "u")
-        assert topic is not None
-        return topic.partitions[index % 2]
-
-    def beat(
-        self, broker: int, *, stop: bool = False, offset: int | None = None
-    ) -> tuple[bool, bool]:
-        """A heartbeat having applied ``offset`` (default: all); (fenced, shut down)."""
-        applied = self.controller.last_offset if offset is None else offset
-        request = BrokerHeartbeatRequest(broker, self.epochs[broker], applied, False, stop)
-        response = self.controller.broker_heartbeat(request).response
-        assert response.error.is_success
-        return response.is_fenced, response.should_shut_down
+from .helpers import Cluster
 
 
 def test_a_fenced_leader_hands_over_to_the_next_in_sync_replica() -> None:

@@ -132,6 +132,7 @@ class BrokerServer:
             node_id,
             clock=clock,
             min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
+            replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms", 30_000),
         )
         self._publisher: BrokerMetadataPublisher | None = None
         metadata.register_listener(self)

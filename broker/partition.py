@@ -2,25 +2,29 @@
 replication state around them, as Kafka 4.4's ``Partition`` keeps it.
 
 The metadata image's partition registration says the replicas, the ISR and the leader
-epoch (:meth:`Partition.update_registration`); the partition keeps the log end offset
-of every other replica as followers report it (none fetch yet). The high watermark is
-the smallest log end offset among the ISR members, never moved backwards
-(:meth:`Partition.maybe_advance_high_watermark`): with the ISR {leader} it follows the
-leader's appends, by the same rule a replicated partition will use. The last stable
-offset equals the high watermark until transactions exist.
+and partition epochs (:meth:`Partition.update_registration`); followers' fetches say
+how far their logs reach (:meth:`Partition.record_follower_fetch`). What follows from
+them, which followers are caught up, which may join or must leave the ISR, and where
+the high watermark may go, is :class:`~millpond.broker.replication.leader.LeaderReplication`.
+With a single replica the high watermark simply follows the leader's appends. The last
+stable offset equals the high watermark until transactions exist.
 
 ``min.insync.replicas`` counts through :meth:`Partition.effective_min_isr`, which caps
 it at the replica count as Kafka does: a single-replica partition accepts ``acks=all``
-whatever the topic says. An ``acks=all`` append to a partition whose ISR is smaller is
-refused before it is written (NOT_ENOUGH_REPLICAS); one whose ISR shrank while it
-waited is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND once the high watermark covers it.
+whatever the topic says. An ``acks=all`` append to a partition whose committed ISR is
+smaller is refused before it is written (NOT_ENOUGH_REPLICAS); one whose maximal ISR
+shrank below it while it waited is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND once the
+high watermark covers it.
 
-Sans-I/O apart from the log it holds; not thread-safe (the broker's event loop makes
-every call).
+Sans-I/O apart from the log it holds; times come in as arguments. Not thread-safe (the
+broker's event loop makes every call).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from millpond.broker.replication.leader import Eligible, IsrProposal, LeaderReplication
 from millpond.controller.image import PartitionRegistration
 from millpond.storage.log import Log
 from millpond.storage.producer_state import ProducerStateManager
@@ -28,19 +32,24 @@ from millpond.storage.segment_read import FetchData, TimestampAndOffset
 from millpond.wire.errors import ErrorCode
 
 ACKS_ALL = -1
+#: replica.lag.time.max.ms's default.
+REPLICA_LAG_TIME_MAX_MS = 30_000
+
+
+def _anyone(replica: int, broker_epoch: int) -> bool:
+    return True
 
 
 class Partition:
     __slots__ = (
-        "_follower_end_offsets",
+        "_eligible",
+        "_min_isr",
         "_node_id",
         "index",
-        "isr",
-        "leader_epoch",
         "log",
         "producers",
         "registration",
-        "replicas",
+        "replication",
         "topic",
         "topic_id",
     )
@@ -53,6 +62,10 @@ class Partition:
         log: Log,
         producers: ProducerStateManager,
         node_id: int,
+        *,
+        max_lag_ms: int = REPLICA_LAG_TIME_MAX_MS,
+        min_isr: Callable[[], int] = lambda: 1,
+        eligible: Eligible = _anyone,
     ) -> None:
         self.topic = topic
         self.index = index
@@ -60,45 +73,84 @@ class Partition:
         self.log = log
         self.producers = producers
         self._node_id = node_id
-        self.leader_epoch = -1
-        self.replicas: tuple[int, ...] = (node_id,)
-        self.isr: frozenset[int] = frozenset((node_id,))
+        #: The topic's ``min.insync.replicas`` (read when the high watermark may move).
+        self._min_isr = min_isr
+        #: Whether the metadata lets a broker, fetching with an epoch, join the ISR.
+        self._eligible = eligible
+        self.replication = LeaderReplication(node_id, max_lag_ms)
         #: The image's registration last applied (None before the first).
         self.registration: PartitionRegistration | None = None
-        #: Followers' log end offsets, as their fetches report them.
-        self._follower_end_offsets: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch {self.leader_epoch})"
 
+    @property
+    def leader_epoch(self) -> int:
+        return self.replication.leader_epoch
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self.replication.replicas
+
+    @property
+    def isr(self) -> frozenset[int]:
+        """The committed ISR (the controller's)."""
+        return self.replication.isr
+
     # -- registration ----------------------------------------------------------------
 
-    def update_registration(self, registration: PartitionRegistration) -> bool:
+    def update_registration(self, registration: PartitionRegistration, now_ms: int = 0) -> bool:
         """Take the image's view of the partition (leader epoch, replicas, ISR); True
-        when the high watermark moved (an ISR that shrank to caught-up members, or the
-        first registration of a log a previous run wrote, lets it advance)."""
+        when the high watermark moved. A new leader epoch is noted in the leader epoch
+        cache at the current log end before anything is written in it, as Kafka's
+        leader does, so followers asking where the previous epoch ended are answered."""
         self.registration = registration
-        replicas = registration.replicas
-        self.leader_epoch = registration.leader_epoch
-        self.replicas = replicas
-        self.isr = frozenset(registration.isr)
-        for gone in [r for r in self._follower_end_offsets if r not in replicas]:
-            del self._follower_end_offsets[gone]
-        return self.maybe_advance_high_watermark()
+        before = self.replication.leader_epoch
+        end = self.log.log_end_offset
+        self.replication.update(
+            registration.replicas,
+            registration.isr,
+            registration.leader_epoch,
+            registration.partition_epoch,
+            log_end=end,
+            now_ms=now_ms,
+        )
+        epochs = self.log.leader_epochs
+        if epochs is not None and self.replication.leader_epoch > before:
+            epochs.assign(self.replication.leader_epoch, end)
+        return self.maybe_advance_high_watermark(now_ms)
 
-    def update_follower_end_offset(self, replica: int, end_offset: int) -> bool:
-        """A follower's fetch said how far its log reaches; True if the high watermark
-        advanced."""
+    def record_follower_fetch(
+        self,
+        replica: int,
+        fetch_offset: int,
+        log_start: int,
+        now_ms: int,
+        leader_end: int,
+        broker_epoch: int,
+    ) -> bool:
+        """A follower's fetch said how far its log reaches (``leader_end``: this log's
+        end when the fetch came); True if the high watermark advanced."""
         if replica == self._node_id or replica not in self.replicas:
             return False
-        self._follower_end_offsets[replica] = end_offset
-        return self.maybe_advance_high_watermark()
+        moved = self.replication.record_fetch(
+            replica, fetch_offset, log_start, now_ms, leader_end, broker_epoch
+        )
+        return moved and self.maybe_advance_high_watermark(now_ms)
+
+    def propose_expand(self, replica: int) -> IsrProposal | None:
+        """The ISR change adding ``replica``, if it qualifies now."""
+        return self.replication.propose_expand(replica, self.high_watermark, self._eligible)
+
+    def propose_shrink(self, now_ms: int) -> IsrProposal | None:
+        """The ISR change dropping the members that are not caught up, if any."""
+        return self.replication.propose_shrink(self.log.log_end_offset, now_ms)
 
     def replica_end_offset(self, replica: int) -> int:
         """A replica's log end offset as known here (-1: never heard of)."""
         if replica == self._node_id:
             return self.log.log_end_offset
-        return self._follower_end_offsets.get(replica, -1)
+        return self.replication.follower_end(replica)
 
     # -- offsets ---------------------------------------------------------------------
 
@@ -119,15 +171,18 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
-    def maybe_advance_high_watermark(self) -> bool:
-        """Move the high watermark to the smallest log end offset among the ISR
-        members, if that is higher; True if it moved."""
-        candidate = self.log.log_end_offset
-        for replica in self.isr:
-            if replica != self._node_id:
-                candidate = min(candidate, self._follower_end_offsets.get(replica, -1))
+    def maybe_advance_high_watermark(self, now_ms: int = 0) -> bool:
+        """Move the high watermark as far as the replication rule lets it; True if it
+        moved."""
         log = self.log
-        if candidate <= log.high_watermark:
+        end = log.log_end_offset
+        if len(self.replication.replicas) == 1:
+            candidate: int | None = end
+        else:
+            candidate = self.replication.high_watermark_candidate(
+                end, now_ms, self._min_isr(), self._eligible
+            )
+        if candidate is None or candidate <= log.high_watermark:
             return False
         log.update_high_watermark(candidate)
         return True
@@ -152,7 +207,8 @@ class Partition:
         (the high watermark covers it), and with which answer."""
         if self.log.high_watermark < required_offset:
             return False, ErrorCode.NONE
-        if len(self.isr) < self.effective_min_isr(min_insync_replicas):
+        maximal = self.replication.maximal_isr
+        if len(maximal) < self.effective_min_isr(min_insync_replicas):
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return True, ErrorCode.NONE
 

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from millpond.broker import purgatory_timer
 from millpond.broker.control.clock import ControlledClock
-from millpond.broker.partition import ACKS_ALL, Partition
+from millpond.broker.partition import ACKS_ALL, REPLICA_LAG_TIME_MAX_MS, Partition
 from millpond.broker.purgatory import Purgatory
 from millpond.controller.image import MetadataImage, TopicImage
 from millpond.storage.clock import Clock, SystemClock
@@ -89,6 +89,7 @@ class ReplicaManager:
         clock: Clock | None = None,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
         min_insync_replicas: int = 1,
+        replica_lag_time_max_ms: int = REPLICA_LAG_TIME_MAX_MS,
     ) -> None:
         self._logs = log_manager
         self._image = image
@@ -97,6 +98,7 @@ class ReplicaManager:
         self._clock: Clock = clock or SystemClock()
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._min_insync_replicas = min_insync_replicas
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._partitions: dict[PartitionId, Partition] = {}
         # Waits end on the system's time even while a controlled clock is frozen.
         waits = (
@@ -136,7 +138,9 @@ class ReplicaManager:
                     name, index, topic.topic_id, self.log_config(name)
                 )
             known = self._open(topic, index, log)
-        if known.registration is not registration and known.update_registration(registration):
+        if known.registration is not registration and known.update_registration(
+            registration, self._clock.monotonic_ms()
+        ):
             self._wake((name, index))
         return known
 
@@ -149,7 +153,7 @@ class ReplicaManager:
             registration = None if topic is None else topic.partitions.get(index)
             if registration is None or registration is known.registration:
                 continue
-            if known.update_registration(registration):
+            if known.update_registration(registration, self._clock.monotonic_ms()):
                 self._wake((name, index))
 
     def _wake(self, key: PartitionId) -> None:
@@ -240,7 +244,8 @@ class ReplicaManager:
             self._snapshot(log, producers)
         producers.commit(check, info)
         key = (topic.name, partition)
-        if known.maybe_advance_high_watermark() and self.delayed_produces.watching(key):
+        moved = known.maybe_advance_high_watermark(self._clock.monotonic_ms())
+        if moved and self.delayed_produces.watching(key):
             self.delayed_produces.check_and_complete(key)
         if self.delayed_fetches.watching(key):
             self.delayed_fetches.check_and_complete(key)
@@ -256,9 +261,30 @@ class ReplicaManager:
             f"{name}-{index}", self._producer_id_expiration_ms, self._clock
         )
         load_producer_state(producers, log)
-        known = Partition(name, index, topic.topic_id, log, producers, self.node_id)
+        known = Partition(
+            name,
+            index,
+            topic.topic_id,
+            log,
+            producers,
+            self.node_id,
+            max_lag_ms=self.replica_lag_time_max_ms,
+            min_isr=lambda: self.min_insync_replicas(name),
+            eligible=self.may_join_isr,
+        )
         self._partitions[(name, index)] = known
         return known
+
+    def may_join_isr(self, broker_id: int, broker_epoch: int) -> bool:
+        """Whether the metadata lets a broker, fetching with ``broker_epoch`` (-1: not
+        said), join an ISR: registered, unfenced, not shutting down, that epoch (KIP-903)."""
+        broker = self._image().brokers.get(broker_id)
+        return (
+            broker is not None
+            and not broker.fenced
+            and not broker.in_controlled_shutdown
+            and broker_epoch in (-1, broker.broker_epoch)
+        )
 
     def stop_partitions(
         self, topic: str, indexes: Iterable[int], *, delete: bool, delay_ms: int | None = None

@@ -73,7 +73,8 @@ def test_end_offsets_of_each_epoch(broker: Broker, version: int) -> None:
 def test_errors(broker: Broker) -> None:
     create_topic(broker, "t")
     client = Client(broker.port)
-    assert ask(client, 4, [("t", 0, 0, -1)]) == [("t", 0, 0, -1, -1)]  # an empty log
+    # An empty log: its leader noted its epoch at offset 0 when it began to lead.
+    assert ask(client, 4, [("t", 0, 0, -1)]) == [("t", 0, 0, 0, 0)]
     bump_leader_epoch(broker, "t", 0)
     assert ask(
         client,
@@ -82,7 +83,7 @@ def test_errors(broker: Broker) -> None:
     ) == [
         ("t", 0, ErrorCode.FENCED_LEADER_EPOCH, -1, -1),
         ("t", 0, ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1),
-        ("t", 0, 0, -1, -1),
+        ("t", 0, 0, 1, 0),  # the current epoch, begun at offset 0, ends at the log end
         ("t", 3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
         ("x", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
     ]

@@ -16,6 +16,12 @@ from millpond.storage.producer_state import ProducerStateManager
 from millpond.wire.errors import ErrorCode
 from millpond.wire.records import NewRecord, build_batch
 
+
+def follow(p: Partition, replica: int, offset: int) -> bool:
+    """A follower's fetch at ``offset``, its log end (True: the high watermark moved)."""
+    return p.record_follower_fetch(replica, offset, 0, 0, p.log_end_offset, -1)
+
+
 LEADER = 1
 DIR = "/data/t-0"
 
@@ -60,23 +66,23 @@ def test_the_watermark_is_the_smallest_end_offset_in_the_isr() -> None:
     p = partition(registration(replicas=(1, 2, 3), isr=(1, 2)))
     append(p, 10)
     assert not p.maybe_advance_high_watermark()  # follower 2 has reported nothing
-    assert p.update_follower_end_offset(2, 4)
+    assert follow(p, 2, 4)
     assert p.high_watermark == 4
     # Replica 3 is out of the ISR: however far behind, it holds nothing back.
-    assert p.update_follower_end_offset(2, 10)
+    assert follow(p, 2, 10)
     assert p.high_watermark == 10
     assert p.replica_end_offset(3) == -1
     # Never backwards (a follower that truncated, say), and strangers are ignored.
-    assert not p.update_follower_end_offset(2, 2)
+    assert not follow(p, 2, 2)
     assert p.high_watermark == 10
-    assert not p.update_follower_end_offset(9, 100)
+    assert not follow(p, 9, 100)
     assert p.replica_end_offset(9) == -1
 
 
 def test_an_isr_shrinking_to_caught_up_members_lets_the_watermark_advance() -> None:
     p = partition(registration(replicas=(1, 2, 3)))
     append(p, 5)
-    p.update_follower_end_offset(2, 5)
+    follow(p, 2, 5)
     assert p.high_watermark == 0  # 3 has not caught up
     assert p.update_registration(registration(replicas=(1, 2, 3), isr=(1, 2), epoch=1))
     assert p.high_watermark == 5
@@ -111,7 +117,7 @@ def test_acks_all_is_reached_when_the_watermark_covers_the_append() -> None:
     p = partition(registration(replicas=(1, 2)))
     end = append(p, 4)
     assert p.acks_all_reached(end, 2) == (False, ErrorCode.NONE)
-    p.update_follower_end_offset(2, end)
+    follow(p, 2, end)
     assert p.acks_all_reached(end, 2) == (True, ErrorCode.NONE)
 
 
@@ -128,7 +134,7 @@ def test_an_isr_that_shrank_while_waiting_answers_after_append() -> None:
 def test_reads_stop_at_the_watermark(committed: bool) -> None:
     p = partition(registration(replicas=(1, 2)))
     append(p, 2)
-    p.update_follower_end_offset(2, 2)
+    follow(p, 2, 2)
     append(p, 3)
     fetched = p.read(0, 1 << 20, committed=committed, min_one_message=True)
     assert fetched.records is not None

@@ -18,7 +18,7 @@ from millpond.storage.clock import ManualClock, SystemClock
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.produce_response import PartitionProduceResponse
 
-from .test_partition import append, partition, registration
+from .test_partition import append, follow, partition, registration
 
 A = ("a", 0)
 B = ("b", 0)
@@ -128,9 +128,9 @@ def test_an_acks_all_produce_completes_when_the_watermark_covers_it() -> None:
     purgatory: Purgatory[tuple[str, int]] = Purgatory(ManualClock())
     op, response, p, _ = _delayed_produce(30_000)
     assert not purgatory.try_complete_else_watch(op, [("t", 0)])
-    assert p.update_follower_end_offset(2, 2)  # offsets 0-1 only: not yet
+    assert follow(p, 2, 2)  # offsets 0-1 only: not yet
     assert purgatory.check_and_complete(("t", 0)) == 0
-    p.update_follower_end_offset(2, 3)
+    follow(p, 2, 3)
     assert purgatory.check_and_complete(("t", 0)) == 1
     assert response.error_code == ErrorCode.NONE
     assert response.base_offset == 0

@@ -33,6 +33,7 @@ from millpond.broker.maintenance import Maintenance
 from millpond.broker.producer_id_blocks import ControllerProducerIdBlocks
 from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
+from millpond.broker.replication.isr_changes import IsrChangeSender
 from millpond.broker.server import ListenerPlan, Listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.image import MetadataDelta, MetadataImage
@@ -294,6 +295,10 @@ class BrokerServer:
             channel, self.node_id, registration.broker_epoch
         )
         self.producer_ids = ProducerIdManager(self.producer_id_blocks)
+        broker_epoch = registration.broker_epoch
+        self.replicas.isr_changes = IsrChangeSender(
+            channel.alter_partition, self.replicas.on_isr_answer, lambda: broker_epoch, self.node_id
+        )
         await channel.unfence_broker(self.node_id, registration.broker_epoch)
         self.groups.start()
         self.maintenance.start()
@@ -302,6 +307,8 @@ class BrokerServer:
         if self.control_server is not None:
             await self.control_server.stop()
         await self.controller_channel.close()
+        if self.replicas.isr_changes is not None:
+            await self.replicas.isr_changes.close()
         await self.maintenance.stop()
         await self.groups.stop()
         await self.listeners.stop()

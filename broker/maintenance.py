@@ -14,6 +14,8 @@
 - Producer expiry (``producer.id.expiration.check.interval.ms``).
 - Committed offsets' expiry (``offsets.retention.check.interval.ms``; the group
   coordinator decides what expires).
+- ISR expiry (every ``replica.lag.time.max.ms`` / 2): led partitions ask the controller
+  to drop the followers that have not caught up.
 - Moves between log directories (AlterReplicaLogDirs; Kafka's ReplicaAlterLogDirsThread):
   each future log is filled a step (1 MiB) at a time, the event loop free between steps,
   and swapped in once it has caught up. Started by the request, and at start-up for the
@@ -89,6 +91,11 @@ class Maintenance:
                 "offsets-expiry",
                 ms("offsets.retention.check.interval.ms", 600_000),
                 broker.groups.expire_offsets,
+            ),
+            _periodic(
+                "isr-expiration",
+                broker.replicas.replica_lag_time_max_ms // 2,
+                broker.replicas.shrink_isrs,
             ),
         ]
         self._tasks = [task for task in tasks if task is not None]

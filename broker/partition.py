@@ -146,6 +146,24 @@ class Partition:
         """The ISR change dropping the members that are not caught up, if any."""
         return self.replication.propose_shrink(self.log.log_end_offset, now_ms)
 
+    def on_isr_answer(
+        self,
+        proposal: IsrProposal,
+        action: str,
+        registration: PartitionRegistration | None,
+        now_ms: int,
+    ) -> bool:
+        """The controller's answer to an ISR change (see
+        :mod:`millpond.broker.replication.isr_changes`); True if the high watermark moved."""
+        if action == "taken" and registration is not None:
+            taken = self.replication.on_committed(
+                proposal, registration.isr, registration.leader_epoch, registration.partition_epoch
+            )
+            return taken and self.maybe_advance_high_watermark(now_ms)
+        if action in ("undo", "wait"):
+            self.replication.on_refused(proposal, undo=action == "undo")
+        return False
+
     def replica_end_offset(self, replica: int) -> int:
         """A replica's log end offset as known here (-1: never heard of)."""
         if replica == self._node_id:
@@ -215,11 +233,20 @@ class Partition:
     # -- reads -----------------------------------------------------------------------
 
     def read(
-        self, offset: int, max_bytes: int, *, committed: bool, min_one_message: bool
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        committed: bool,
+        min_one_message: bool,
+        follower: bool = False,
     ) -> FetchData:
-        """Whole batches from ``offset``, below the high watermark (or the last stable
-        offset for read_committed)."""
-        limit = self.last_stable_offset if committed else self.log.high_watermark
+        """Whole batches from ``offset``: below the high watermark for consumers (the
+        last stable offset for read_committed), up to the log end for followers."""
+        if follower:
+            limit = None
+        else:
+            limit = self.last_stable_offset if committed else self.log.high_watermark
         return self.log.read(offset, max_bytes, max_offset=limit, min_one_message=min_one_message)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:

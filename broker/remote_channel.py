@@ -20,13 +20,21 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from millpond.controller.alter_partition import (
+    AlterPartitionAnswer,
+    AlterPartitionRequest,
+    PartitionResult,
+)
 from millpond.controller.cluster_control import BrokerRegistrationResult, ProducerIdsBlock
+from millpond.controller.image import PartitionRegistration
 from millpond.controller.replication_control import CreateTopicResult
 from millpond.controller.results import NO_ERROR, ApiError
 from millpond.wire import Message
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api import allocate_producer_ids_request as pid
 from millpond.wire.generated.api import allocate_producer_ids_response as pid_resp
+from millpond.wire.generated.api import alter_partition_request as ap
+from millpond.wire.generated.api import alter_partition_response as ap_resp
 from millpond.wire.generated.api import broker_heartbeat_request as hb
 from millpond.wire.generated.api import broker_heartbeat_response as hb_resp
 from millpond.wire.generated.api import broker_registration_request as reg
@@ -229,6 +237,65 @@ class RemoteControllerChannel:
             for t in response.topics
         ]
 
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionAnswer:
+        """AlterPartition v3 to the active controller. A NOT_CONTROLLER anywhere in the
+        answer, the request's own or a partition's (a controller behind the metadata),
+        sends the whole request to the active controller again, as Kafka's brokers do."""
+
+        def build(version: int) -> Message:
+            return ap.AlterPartitionRequest(
+                broker_id=request.broker_id,
+                broker_epoch=request.broker_epoch,
+                topics=[
+                    ap.TopicData(
+                        topic_id=topic_id,
+                        partitions=[
+                            ap.PartitionData(
+                                partition_index=c.partition_index,
+                                leader_epoch=c.leader_epoch,
+                                new_isr=[m.broker_id for m in c.new_isr],
+                                new_isr_with_epochs=[
+                                    ap.BrokerState(
+                                        broker_id=m.broker_id, broker_epoch=m.broker_epoch
+                                    )
+                                    for m in c.new_isr
+                                ],
+                                leader_recovery_state=c.leader_recovery_state,
+                                partition_epoch=c.partition_epoch,
+                            )
+                            for c in changes
+                        ],
+                    )
+                    for topic_id, changes in request.topics
+                ],
+            )
+
+        def code(response: Message) -> int:
+            assert isinstance(response, ap_resp.AlterPartitionResponse)
+            partitions = (p.error_code for t in response.topics for p in t.partitions)
+            if ErrorCode.NOT_CONTROLLER in partitions:
+                return ErrorCode.NOT_CONTROLLER
+            return response.error_code
+
+        response = await self._link.send(56, build, code, self._identity.request_timeout_ms)
+        assert isinstance(response, ap_resp.AlterPartitionResponse)
+        return ApiError(ErrorCode(response.error_code)), [
+            (
+                bytes(t.topic_id),
+                [
+                    PartitionResult(p.partition_index, ApiError(ErrorCode(p.error_code)))
+                    if p.error_code != ErrorCode.NONE
+                    else PartitionResult(
+                        p.partition_index,
+                        NO_ERROR,
+                        _answered(p),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in response.topics
+        ]
+
     async def close(self) -> None:
         """Stop heartbeating, after a controlled shutdown (``controlled.shutdown.enable``):
         heartbeats that ask to shut down until the controller, having moved this
@@ -267,3 +334,15 @@ class RemoteControllerChannel:
             "stopping anyway (the controller fences this broker)",
             self._identity.session_timeout_ms,
         )
+
+
+def _answered(p: ap_resp.PartitionData) -> PartitionRegistration:
+    """The partition as an AlterPartition answer gives it (the fields the leader reads)."""
+    return PartitionRegistration(
+        replicas=(),
+        isr=tuple(p.isr),
+        leader=p.leader_id,
+        leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch,
+        leader_recovery_state=p.leader_recovery_state,
+    )

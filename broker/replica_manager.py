@@ -42,7 +42,9 @@ from millpond.broker import purgatory_timer
 from millpond.broker.control.clock import ControlledClock
 from millpond.broker.partition import ACKS_ALL, REPLICA_LAG_TIME_MAX_MS, Partition
 from millpond.broker.purgatory import Purgatory
-from millpond.controller.image import MetadataImage, TopicImage
+from millpond.broker.replication.isr_changes import IsrChangeSender
+from millpond.broker.replication.leader import IsrProposal
+from millpond.controller.image import MetadataImage, PartitionRegistration, TopicImage
 from millpond.storage.clock import Clock, SystemClock
 from millpond.storage.config import ConfigError, LogConfig
 from millpond.storage.log import Log
@@ -106,6 +108,8 @@ class ReplicaManager:
         )
         self.delayed_produces: Purgatory[PartitionId] = Purgatory(waits)
         self.delayed_fetches: Purgatory[PartitionId] = Purgatory(waits)
+        #: Where partition leaders' ISR changes go (None: nowhere yet, so none is made).
+        self.isr_changes: IsrChangeSender | None = None
 
     def log_config(self, topic: str) -> LogConfig:
         """The topic's effective config: broker-level defaults overlaid by its own (the
@@ -160,6 +164,70 @@ class ReplicaManager:
         """The partition's high watermark moved: retry what waits on it."""
         self.delayed_produces.check_and_complete(key)
         self.delayed_fetches.check_and_complete(key)
+
+    # -- replication ---------------------------------------------------------------------
+
+    def follower_fetched(
+        self,
+        partition: Partition,
+        replica: int,
+        fetch_offset: int,
+        log_start: int,
+        leader_end: int,
+        broker_epoch: int,
+    ) -> bool:
+        """A follower's fetch, read without an error or a diverging epoch, says how far
+        its log reaches (``leader_end``: this log's end when the fetch came). False when
+        the metadata knows a newer epoch of the follower's broker than the one it
+        fetched with (KIP-903: an old incarnation; its fetch is refused). It may add the
+        follower to the ISR and move the high watermark."""
+        broker = self._image().brokers.get(replica)
+        if broker_epoch != -1 and broker is not None and broker.broker_epoch > broker_epoch:
+            return False
+        now = self._clock.monotonic_ms()
+        if partition.record_follower_fetch(
+            replica, fetch_offset, log_start, now, leader_end, broker_epoch
+        ):
+            self._wake((partition.topic, partition.index))
+        if self.isr_changes is not None:
+            proposal = partition.propose_expand(replica)
+            if proposal is not None:
+                self.isr_changes.submit(partition, proposal)
+        return True
+
+    def shrink_isrs(self) -> int:
+        """Ask the controller to drop from each led partition's ISR the followers that
+        are not caught up (every ``replica.lag.time.max.ms`` / 2, as Kafka's
+        isr-expiration task); how many changes went."""
+        if self.isr_changes is None:
+            return 0
+        now = self._clock.monotonic_ms()
+        sent = 0
+        image = self._image()
+        for (name, index), known in list(self._partitions.items()):
+            topic = image.topic(name)
+            registration = None if topic is None else topic.partitions.get(index)
+            if registration is None or registration.leader != self.node_id:
+                continue
+            if len(known.replicas) < 2:
+                continue
+            proposal = known.propose_shrink(now)
+            if proposal is not None:
+                self.isr_changes.submit(known, proposal)
+                sent += 1
+        return sent
+
+    def on_isr_answer(
+        self,
+        partition: Partition,
+        proposal: IsrProposal,
+        action: str,
+        registration: PartitionRegistration | None,
+    ) -> None:
+        """The controller answered an ISR change: the leader takes it, and what waits on
+        a moved high watermark is retried."""
+        if partition.on_isr_answer(proposal, action, registration, self._clock.monotonic_ms()):
+            self._wake((partition.topic, partition.index))
 
     def log(self, topic: TopicImage, partition: int) -> Log | None:
         """The partition's log (see :meth:`partition`)."""

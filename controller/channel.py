@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from millpond.controller.alter_partition import AlterPartitionAnswer, AlterPartitionRequest
     from millpond.controller.cluster_control import BrokerRegistrationResult, ProducerIdsBlock
     from millpond.controller.config_control import AlterConfigsResource
     from millpond.controller.controller import MetadataListener, QuorumController
@@ -104,6 +105,9 @@ class ControllerChannel(Protocol):
         self, topics: Sequence[CreatableTopic], *, validate_only: bool = False
     ) -> list[CreateTopicResult]: ...
 
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionAnswer:
+        """ISR changes from this broker's partition leaders."""
+
     async def close(self) -> None:
         """The broker stops (a controlled shutdown, where the controller is remote)."""
 
@@ -147,6 +151,9 @@ class LocalControllerChannel:
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
         return await self.submit(lambda c: c.allocate_producer_ids(broker_id, broker_epoch))
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionAnswer:
+        return await self.submit(lambda c: c.alter_partition(request))
 
     async def create_topics(
         self, topics: Sequence[CreatableTopic], *, validate_only: bool = False

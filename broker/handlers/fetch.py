@@ -29,9 +29,14 @@ Behaviour, as Apache Kafka 4.4:
 - v12+: last_fetched_epoch checked against the leader epoch cache: diverging_epoch
   (epoch, end offset) when the fetcher's log diverged. v16+: current_leader and
   node_endpoints for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH.
-- Followers (replica_id >= 0, from replica_state at v15+) are refused per partition
-  (UNKNOWN_LEADER_EPOCH with a leader epoch, else NOT_LEADER_OR_FOLLOWER): one node,
-  no followers yet. preferred_read_replica is always -1; throttle_time_ms 0.
+- Followers (replica_id >= 0, and a broker epoch, from replica_state at v15+) read up
+  to the log end, not the high watermark. One the leader does not count among the
+  partition's replicas gets UNKNOWN_LEADER_EPOCH (with a leader epoch) or
+  NOT_LEADER_OR_FOLLOWER; one fetching with an older incarnation's broker epoch gets
+  NOT_LEADER_OR_FOLLOWER. The first read of a follower's fetch (not a long poll's later
+  reads, nor a read answered with a diverging epoch) tells the leader how far the
+  follower's log reaches: it may join the ISR and move the high watermark.
+  preferred_read_replica is always -1; throttle_time_ms 0.
 
 Version notes: v4 isolation level and last stable offset; v5 log start offset; v7
 sessions (KIP-227); v9 current leader epoch (KIP-320); v11 rack id; v12 flexible, last
@@ -154,9 +159,10 @@ def handle(
         names=names,
     )
     max_bytes = min(request.max_bytes, FETCH_MAX_BYTES)
+    replica_epoch = request.replica_state.replica_epoch if version >= 15 else -1
     fetch = _Fetch(
-        broker, version, context, replica_id >= 0, request.isolation_level, max_bytes,
-        ctx.listener.name,
+        broker, version, context, request.isolation_level, max_bytes, ctx.listener.name,
+        replica_id, replica_epoch,
     )  # fmt: skip
     reads, failed = fetch.read()
     min_bytes = min(request.min_bytes, max_bytes)
@@ -210,10 +216,11 @@ class _Fetch:
         broker: BrokerServer,
         version: int,
         context: FetchContext,
-        follower: bool,
         isolation_level: int,
         max_bytes: int,
         listener: str,
+        replica_id: int = -1,
+        replica_epoch: int = -1,
     ) -> None:
         self.broker = broker
         #: The request's listener: leaders are named by their endpoints on it.
@@ -221,9 +228,15 @@ class _Fetch:
         self.version = version
         self.context = context
         self.partitions = list(context.partitions())
-        self.follower = follower
-        self.committed = isolation_level == READ_COMMITTED and not follower
+        #: A follower's fetch (replica id >= 0), and the broker epoch it fetches with.
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.follower = replica_id >= 0
+        self.committed = isolation_level == READ_COMMITTED and not self.follower
         self.max_bytes = max_bytes
+        #: A follower's position is recorded from the first read only, not when a
+        #: long poll reads again (as Kafka's leader does).
+        self._first_read = True
 
     def read(self) -> tuple[list[_Read], list[_Read]]:
         """Every partition: those the image knows (read, with or without an error), and
@@ -250,6 +263,7 @@ class _Fetch:
                 min_one = False
                 limit = max(0, limit - size)
             reads.append(result)
+        self._first_read = False
         return reads, failed
 
     def _read_partition(
@@ -264,12 +278,14 @@ class _Fetch:
         partition = self.broker.replicas.partition(topic, wanted.partition)
         if partition is None:
             return _failure(wanted, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if self.follower:
+        if self.follower and self.replica_id not in partition.replicas:
+            # Not (yet) a replica of the partition as this leader knows it.
             code = (
                 ErrorCode.UNKNOWN_LEADER_EPOCH if current >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
             return _failure(wanted, code)
         high_watermark, log_start = partition.high_watermark, partition.log_start_offset
+        leader_end = partition.log_end_offset
         data = PartitionData(
             partition_index=wanted.partition,
             high_watermark=high_watermark,
@@ -292,12 +308,20 @@ class _Fetch:
                 max(0, min(wanted.max_bytes, limit)),
                 committed=self.committed,
                 min_one_message=min_one,
+                follower=self.follower,
             )
         except OffsetOutOfRangeError:
             return _failure(wanted, ErrorCode.OFFSET_OUT_OF_RANGE)
         except OSError:  # the log dir failed: clients up to v5 only know to retry this
             storage = ErrorCode.KAFKA_STORAGE_ERROR if self.version > 5 else _NOT_LEADER
             return _failure(wanted, storage)
+        if self.follower and self._first_read:
+            recorded = self.broker.replicas.follower_fetched(
+                partition, self.replica_id, offset, wanted.log_start_offset, leader_end,
+                self.replica_epoch,
+            )  # fmt: skip
+            if not recorded:  # an older incarnation of the follower's broker
+                return _failure(wanted, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         region = None if fetched.first_entry_incomplete else fetched.records
         return _Read(wanted, data, region)
 

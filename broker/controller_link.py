@@ -23,9 +23,11 @@ __all__ = ["ControllerLink", "ControllerUnavailableError", "LINK_VERSIONS"]
 
 #: What a broker sends its controller, in Kafka 4.4's ranges: CreateTopics (its own,
 #: for topics it creates itself), Envelope (client admin requests), BrokerRegistration,
-#: BrokerHeartbeat, AllocateProducerIds.
+#: BrokerHeartbeat, AllocateProducerIds, AlterPartition (its partition leaders' ISR
+#: changes).
 LINK_VERSIONS: Mapping[int, tuple[int, int]] = {
     19: (2, 7),
+    56: (2, 3),
     58: (0, 0),
     62: (0, 4),
     63: (0, 2),

@@ -16,7 +16,10 @@ millpond, fed by :meth:`publish` after the image has become the broker's:
 - a topic whose configs changed: the new config applies to its open logs;
 - a partition whose leadership changed: the listeners registered for its topic hear
   of it (``on_election`` when this broker becomes, or stays with a new epoch, the
-  leader; ``on_resignation`` when it stops leading).
+  leader; ``on_resignation`` when it stops leading);
+- a partition this broker follows, with a new leader or leader epoch: the replica
+  fetchers fetch it from that leader; one it leads now, no longer hosts, or that has no
+  leader, they stop fetching.
 
 :func:`local_changes` is the pure part: what a delta means for one broker.
 """
@@ -31,6 +34,7 @@ from millpond.controller.image import ConfigResourceType
 
 if TYPE_CHECKING:
     from millpond.broker.replica_manager import ReplicaManager
+    from millpond.broker.replication.fetchers import ReplicaFetchers
     from millpond.controller.image import (
         ConfigResource,
         MetadataDelta,
@@ -71,6 +75,12 @@ class LocalChanges(NamedTuple):
     resigned: list[tuple[str, int, int]]
     #: Names of topics that still exist and whose configs changed.
     reconfigured: list[str]
+    #: (topic, partition, leader, leader epoch) this broker follows with a new leader or
+    #: leader epoch.
+    followed: list[tuple[TopicImage, int, int, int]] = []
+    #: (topic id, partition) this broker followed and no longer fetches: it leads it, or
+    #: it has no leader.
+    unfollowed: list[tuple[bytes, int]] = []
 
 
 def local_changes(
@@ -89,6 +99,8 @@ def local_changes(
     added: list[tuple[TopicImage, int]] = []
     elected: list[tuple[str, int, int]] = []
     resigned: list[tuple[str, int, int]] = []
+    followed: list[tuple[TopicImage, int, int, int]] = []
+    unfollowed: list[tuple[bytes, int]] = []
     if base.topics_by_id is not image.topics_by_id:
         touched = {*base.topics_by_id, *image.topics_by_id} if topic_ids is None else topic_ids
         ids = sorted(
@@ -132,6 +144,19 @@ def local_changes(
                     was is None or was.leader != node_id or was.leader_epoch != p.leader_epoch
                 ):
                     elected.append((new.name, i, p.leader_epoch))
+                if node_id not in p.replicas or p.leader == node_id:
+                    continue
+                followed_before = (
+                    was is not None and node_id in was.replicas and was.leader not in (node_id, -1)
+                )
+                if p.leader < 0:
+                    if followed_before:
+                        unfollowed.append((new.topic_id, i))
+                elif not followed_before or (
+                    was is not None
+                    and (was.leader != p.leader or was.leader_epoch != p.leader_epoch)
+                ):
+                    followed.append((new, i, p.leader, p.leader_epoch))
     reconfigured: list[str] = []
     if base.configs is not image.configs:
         changed = {
@@ -146,7 +171,7 @@ def local_changes(
             if name in image.topic_ids_by_name
             and base.topic_ids_by_name.get(name) == image.topic_ids_by_name[name]
         )
-    return LocalChanges(removed, added, elected, resigned, reconfigured)
+    return LocalChanges(removed, added, elected, resigned, reconfigured, followed, unfollowed)
 
 
 class BrokerMetadataPublisher:
@@ -164,6 +189,10 @@ class BrokerMetadataPublisher:
         self._logs = log_manager
         self._delete_delay_ms = delete_delay_ms
         self._listeners: dict[str, list[LeadershipListener]] = {}
+        #: The follower fetchers, made on first need once the broker has registered
+        #: (a broker that follows nothing never loads them).
+        self.fetchers: ReplicaFetchers | None = None
+        self.make_fetchers: Callable[[], ReplicaFetchers] | None = None
 
     def add_leadership_listener(self, topic: str, listener: LeadershipListener) -> None:
         """Tell ``listener`` of leadership changes of ``topic``'s partitions."""
@@ -192,3 +221,27 @@ class BrokerMetadataPublisher:
         for name, partition, epoch in changes.elected:
             for listener in self._listeners.get(name, ()):
                 listener.on_election(partition, epoch)
+        self._follow(changes, image)
+
+    def _follow(self, changes: LocalChanges, image: MetadataImage) -> None:
+        """Partitions this broker follows fetch from their leaders; those it leads now,
+        no longer hosts or that have no leader, no longer do."""
+        if self.fetchers is None and changes.followed and self.make_fetchers is not None:
+            self.fetchers = self.make_fetchers()
+        fetchers = self.fetchers
+        if fetchers is None:
+            return
+        stopped = list(changes.unfollowed)
+        for name, partition, _ in changes.elected:
+            topic_id = image.topic_ids_by_name.get(name)
+            if topic_id is not None:
+                stopped.append((topic_id, partition))
+        for name, indexes in changes.removed:
+            topic_id = image.topic_ids_by_name.get(name)
+            if topic_id is not None:
+                stopped.extend((topic_id, i) for i in indexes)
+        if stopped:
+            fetchers.unfollow(stopped)
+        for topic, partition, leader, epoch in changes.followed:
+            self._replicas.follower_log(topic, partition)
+            fetchers.follow(topic.name, topic.topic_id, partition, leader, epoch)

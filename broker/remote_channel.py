@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from millpond.controller.alter_partition import (
     AlterPartitionAnswer,
     AlterPartitionRequest,
+    IsrChange,
     PartitionResult,
 )
 from millpond.controller.cluster_control import BrokerRegistrationResult, ProducerIdsBlock
@@ -249,22 +250,7 @@ class RemoteControllerChannel:
                 topics=[
                     ap.TopicData(
                         topic_id=topic_id,
-                        partitions=[
-                            ap.PartitionData(
-                                partition_index=c.partition_index,
-                                leader_epoch=c.leader_epoch,
-                                new_isr=[m.broker_id for m in c.new_isr],
-                                new_isr_with_epochs=[
-                                    ap.BrokerState(
-                                        broker_id=m.broker_id, broker_epoch=m.broker_epoch
-                                    )
-                                    for m in c.new_isr
-                                ],
-                                leader_recovery_state=c.leader_recovery_state,
-                                partition_epoch=c.partition_epoch,
-                            )
-                            for c in changes
-                        ],
+                        partitions=[_partition_data(c, version) for c in changes],
                     )
                     for topic_id, changes in request.topics
                 ],
@@ -346,3 +332,22 @@ def _answered(p: ap_resp.PartitionData) -> PartitionRegistration:
         partition_epoch=p.partition_epoch,
         leader_recovery_state=p.leader_recovery_state,
     )
+
+
+def _partition_data(change: IsrChange, version: int) -> ap.PartitionData:
+    """One partition's change, its ISR as the version carries it: with broker epochs
+    from v3 (KIP-903)."""
+    data = ap.PartitionData(
+        partition_index=change.partition_index,
+        leader_epoch=change.leader_epoch,
+        leader_recovery_state=change.leader_recovery_state,
+        partition_epoch=change.partition_epoch,
+    )
+    if version >= 3:
+        data.new_isr_with_epochs = [
+            ap.BrokerState(broker_id=m.broker_id, broker_epoch=m.broker_epoch)
+            for m in change.new_isr
+        ]
+    else:
+        data.new_isr = [m.broker_id for m in change.new_isr]
+    return data

@@ -160,6 +160,10 @@ class ReplicaManager:
             if known.update_registration(registration, self._clock.monotonic_ms()):
                 self._wake((name, index))
 
+    def wake(self, topic: str, partition: int) -> None:
+        """A followed partition's high watermark moved (consumers may read more)."""
+        self._wake((topic, partition))
+
     def _wake(self, key: PartitionId) -> None:
         """The partition's high watermark moved: retry what waits on it."""
         self.delayed_produces.check_and_complete(key)
@@ -228,6 +232,20 @@ class ReplicaManager:
         a moved high watermark is retried."""
         if partition.on_isr_answer(proposal, action, registration, self._clock.monotonic_ms()):
             self._wake((partition.topic, partition.index))
+
+    def follower_log(self, topic: TopicImage, partition: int) -> Log:
+        """The log of a partition this broker follows, created if it has none."""
+        name = topic.name
+        log = self._logs.get_log(name, partition)
+        if log is None:
+            log = self._logs.get_or_create_log(
+                name, partition, topic.topic_id, self.log_config(name)
+            )
+        return log
+
+    def existing_log(self, topic: str, partition: int) -> Log | None:
+        """The partition's log if this broker has one, led or followed."""
+        return self._logs.get_log(topic, partition)
 
     def log(self, topic: TopicImage, partition: int) -> Log | None:
         """The partition's log (see :meth:`partition`)."""

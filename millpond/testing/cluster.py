@@ -199,20 +199,34 @@ class EmbeddedCluster:
         image = self.nodes[leader].handle.call(lambda b: b.controller_server.committed_image)
         return {i for i, b in image.brokers.items() if not b.fenced}
 
+    def _leader_known_by(self, node_id: int) -> int:
+        """The quorum leader as a node's own replica of the metadata log knows it."""
+        return self.nodes[node_id].handle.call(_known_leader)
+
     def wait_ready(self, timeout_s: float = 30) -> None:
-        """Until there is a leader and every running, connected broker is unfenced."""
+        """Until there is a leader, and every running, connected broker knows it (so its
+        heartbeats go there) and is unfenced."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             wanted = {
                 b for b in self.brokers if self.nodes[b].running and not self.nodes[b].isolated
             }
-            if self.leader() is not None and wanted <= self.live_brokers():
+            leader = self.leader()
+            if (
+                leader is not None
+                and all(self._leader_known_by(b) == leader for b in wanted)
+                and wanted <= self.live_brokers()
+            ):
                 return
             time.sleep(0.02)
         raise ClusterError(
             f"the cluster was not ready within {timeout_s} s: leader {self.leader()}, "
             f"unfenced brokers {sorted(self.live_brokers())}"
         )
+
+
+def _known_leader(broker: Broker) -> int:
+    return broker.controller_server.raft.leader.leader_id
 
 
 def _raft_role(broker: Broker) -> tuple[Role, int]:

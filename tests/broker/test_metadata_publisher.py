@@ -133,7 +133,7 @@ def test_local_changes_of_configs_and_of_an_unrelated_delta() -> None:
         other = BrokerEndpoint("PLAINTEXT", "localhost", 9093, 0)
         base, image = images_around(c, lambda: c.register_broker(broker.node_id + 1, [other]))
         assert base.brokers is not image.brokers
-        assert local_changes(base, image, broker.node_id) == ([], [], [], [], [])
+        assert local_changes(base, image, broker.node_id) == ([], [], [], [], [], [], [])
 
     on_loop(scenario)
 

@@ -54,6 +54,7 @@ def test_failover_kill_restart_and_isolate() -> None:
             running.isolate(second)
             third = running.wait_for_leader(other_than=second)
             assert third != second
+            running.wait_ready()  # the brokers heartbeat to the new leader, unfenced
             admin.create_topics([NewTopic("while-cut-off", 1, 1)])
             assert "while-cut-off" not in _topics(running, second)  # it heard nothing
             running.heal(second)

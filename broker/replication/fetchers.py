@@ -1,0 +1,300 @@
+"""The follower side's I/O: one fetcher task per leader this broker follows, sending
+:class:`~millpond.broker.replication.follower.FollowerFetcher`'s requests to the
+leader's inter-broker listener and applying the actions to the local logs, on the
+broker's event loop (which owns the logs).
+
+Appends keep the leader's offsets and epochs; a trailing batch cut short by the
+leader's size limit is left for the next fetch. After an append the follower's high
+watermark is the leader's, clamped to the local log, and its log start follows the
+leader's. A diverging epoch truncates to where the logs agree; OFFSET_OUT_OF_RANGE asks
+the leader (ListOffsets) where its log ends and starts: a follower ahead of the leader's
+end truncates to it, one behind the leader's start starts over there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from millpond.broker.replication.follower import (
+    Action,
+    FetcherConfig,
+    FollowerFetcher,
+    PartitionFetch,
+    truncation_offset,
+)
+from millpond.controller.peer_channel import PeerChannel, PeerUnreachableError
+from millpond.storage.clock import Clock
+from millpond.storage.log_types import CorruptRecordError
+from millpond.wire.errors import ErrorCode
+from millpond.wire.generated.api import list_offsets_request as lo
+from millpond.wire.generated.api import list_offsets_response as lo_resp
+from millpond.wire.generated.api.fetch_request import FetchRequest, ReplicaState
+from millpond.wire.generated.api.fetch_response import FetchResponse, PartitionData
+
+if TYPE_CHECKING:
+    from millpond.controller.image import MetadataImage
+    from millpond.storage.log import Log
+
+__all__ = ["ReplicaFetchers"]
+
+_log = logging.getLogger("millpond.broker")
+_LENGTH = struct.Struct(">qi")  # a batch's base offset and length
+LATEST, EARLIEST = -1, -2
+
+#: (topic id, partition index)
+Key = tuple[bytes, int]
+
+#: Fetch and ListOffsets at the versions a follower sends (Kafka 4.4's leaders serve
+#: Fetch 4-18; 15+ carries the broker epoch).
+VERSIONS = {1: (12, 17), 2: (1, 10), 18: (0, 4)}
+
+
+def whole_batches(records: memoryview) -> memoryview:
+    """The prefix of ``records`` that holds whole batches only."""
+    end, size = 0, len(records)
+    while end + _LENGTH.size <= size:
+        _, length = _LENGTH.unpack_from(records, end)
+        if length <= 0 or end + _LENGTH.size + length > size:
+            break
+        end += _LENGTH.size + length
+    return records[:end]
+
+
+def _versioned(request: FetchRequest) -> Callable[[int], FetchRequest]:
+    """The request at the version both sides speak: the follower names itself in
+    ReplicaState, with its broker epoch, from v15, and in ReplicaId before."""
+    replica = request.replica_state
+
+    def build(version: int) -> FetchRequest:
+        if version >= 15:
+            request.replica_id, request.replica_state = -1, replica
+        else:
+            request.replica_id, request.replica_state = replica.replica_id, ReplicaState()
+        return request
+
+    return build
+
+
+class ReplicaFetchers:
+    """This broker's fetchers, one per leader it follows."""
+
+    def __init__(
+        self,
+        node_id: int,
+        image: Callable[[], MetadataImage],
+        log_of: Callable[[str, int], Log | None],
+        listener: str,
+        clock: Clock,
+        broker_epoch: Callable[[], int],
+        config: FetcherConfig,
+        *,
+        request_timeout_ms: int,
+        on_high_watermark: Callable[[str, int], None] = lambda topic, index: None,
+    ) -> None:
+        self.node_id = node_id
+        self._image = image
+        self._log_of = log_of
+        self._clock = clock
+        self._broker_epoch = broker_epoch
+        self._config = config
+        self._on_high_watermark = on_high_watermark
+        self._fetchers: dict[int, FollowerFetcher] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._wakes: dict[int, asyncio.Event] = {}
+        self._names: dict[Key, str] = {}
+        self._peers = PeerChannel(
+            lambda n: self._address(n, listener),
+            VERSIONS,
+            client_id=f"replica-fetcher-{node_id}",
+            request_timeout_ms=request_timeout_ms,
+        )
+
+    def _address(self, node_id: int, listener: str) -> tuple[str, int] | None:
+        broker = self._image().brokers.get(node_id)
+        endpoint = None if broker is None else broker.endpoint(listener)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    # -- what to follow ----------------------------------------------------------------
+
+    def follow(self, topic: str, topic_id: bytes, index: int, leader: int, epoch: int) -> None:
+        """Fetch the partition from ``leader`` in leader epoch ``epoch`` (Kafka's
+        ``makeFollower``: from the log end, with the last batch's epoch)."""
+        key = (topic_id, index)
+        self.unfollow([key], keep=leader)
+        log = self._log_of(topic, index)
+        if log is None:
+            return
+        epochs = log.leader_epochs
+        latest = None if epochs is None else epochs.latest_epoch
+        fetcher = self._fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self._fetchers[leader] = FollowerFetcher(self.node_id, leader, self._config)
+            self._wakes[leader] = asyncio.Event()
+            self._tasks[leader] = asyncio.get_running_loop().create_task(
+                self._run(fetcher), name=f"millpond-replica-fetcher-{leader}"
+            )
+        self._names[key] = topic
+        fetcher.add(
+            PartitionFetch(
+                topic, topic_id, index, epoch, log.log_end_offset, -1 if latest is None else latest
+            )
+        )
+        self._wakes[leader].set()
+
+    def unfollow(self, keys: list[Key], *, keep: int | None = None) -> None:
+        """Stop fetching these partitions (from whichever leader but ``keep``)."""
+        for leader, fetcher in self._fetchers.items():
+            if leader != keep:
+                fetcher.remove(keys)
+
+    def following(self) -> dict[Key, int]:
+        """Each partition fetched, and from which leader."""
+        return {key: leader for leader, f in self._fetchers.items() for key in f.partitions}
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        self._fetchers.clear()
+        self._peers.close()
+
+    # -- the loop ----------------------------------------------------------------------
+
+    async def _run(self, fetcher: FollowerFetcher) -> None:
+        wake = self._wakes[fetcher.leader_id]
+        while True:
+            now = self._clock.monotonic_ms()
+            built = fetcher.request(now, self._broker_epoch(), self._log_start)
+            if built is None:
+                due = fetcher.next_wake_ms(now)
+                wake.clear()
+                timeout = None if due is None else max(0.0, (due - now) / 1000)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout)
+                continue
+            request, asked = built
+            response: FetchResponse | None
+            try:
+                answer, _ = await self._peers.send(fetcher.leader_id, 1, _versioned(request))
+                assert isinstance(answer, FetchResponse)
+                response = answer
+            except PeerUnreachableError as exc:
+                _log.info("replica fetch from broker %d: %s", fetcher.leader_id, exc)
+                response = None
+            except Exception:  # noqa: BLE001 (a bug must not stop replication for good)
+                _log.exception("replica fetch from broker %d failed", fetcher.leader_id)
+                response = None
+            now = self._clock.monotonic_ms()
+            for action in fetcher.handle(asked, response, now):
+                try:
+                    await self._apply(fetcher, action)
+                except (OSError, CorruptRecordError, ValueError) as exc:
+                    name = self._names.get(action.key, "?")
+                    _log.warning(
+                        "replica fetch of %s-%d from broker %d: %s; fetching again after "
+                        "replica.fetch.backoff.ms", name, action.key[1], fetcher.leader_id, exc,
+                    )  # fmt: skip
+                    fetcher.back_off(action.key, now)
+
+    def _log_start(self, key: Key) -> int:
+        log = self._log_of(self._names.get(key, ""), key[1])
+        return -1 if log is None else log.log_start_offset
+
+    async def _apply(self, fetcher: FollowerFetcher, action: Action) -> None:
+        key = action.key
+        log = self._log_of(self._names.get(key, ""), key[1])
+        data = action.data
+        if log is None or data is None or action.kind in ("stop", "back_off"):
+            return
+        if action.kind == "append":
+            self._append(fetcher, key, log, data)
+        elif action.kind == "truncate":
+            self._truncate(fetcher, key, log, data)
+        elif action.kind == "reset":
+            await self._reset(fetcher, key, log)
+
+    def _append(self, fetcher: FollowerFetcher, key: Key, log: Log, data: PartitionData) -> None:
+        records = data.records
+        view = whole_batches(memoryview(records if records is not None else b"").cast("B"))
+        if len(view):
+            info = log.append(view, assign_offsets=False)
+            epochs = log.leader_epochs
+            latest = None if epochs is None else epochs.latest_epoch
+            fetcher.advanced(key, info.last_offset + 1, -1 if latest is None else latest)
+        if data.log_start_offset > log.log_start_offset:
+            log.delete_records(min(data.log_start_offset, log.log_end_offset))
+        high_watermark = max(log.log_start_offset, min(data.high_watermark, log.log_end_offset))
+        if high_watermark != log.high_watermark and high_watermark >= 0:
+            log.update_high_watermark(high_watermark)
+            self._on_high_watermark(self._names.get(key, ""), key[1])
+
+    def _truncate(self, fetcher: FollowerFetcher, key: Key, log: Log, data: PartitionData) -> None:
+        diverging = data.diverging_epoch
+        epochs = log.leader_epochs
+        local = (
+            (-1, -1)
+            if epochs is None or diverging.epoch < 0
+            else epochs.end_offset_for(diverging.epoch, log.log_end_offset)
+        )
+        offset, _ = truncation_offset(
+            diverging.epoch, diverging.end_offset, local, log.log_end_offset
+        )
+        self._truncate_to(fetcher, key, log, offset)
+
+    def _truncate_to(self, fetcher: FollowerFetcher, key: Key, log: Log, offset: int) -> None:
+        if offset < log.log_end_offset:
+            _log.info(
+                "truncating %s-%d from %d to %d (the leader's log diverges)",
+                self._names.get(key, "?"), key[1], log.log_end_offset, offset,
+            )  # fmt: skip
+            log.truncate_to(offset)
+        epochs = log.leader_epochs
+        latest = None if epochs is None else epochs.latest_epoch
+        fetcher.advanced(key, log.log_end_offset, -1 if latest is None else latest)
+
+    async def _reset(self, fetcher: FollowerFetcher, key: Key, log: Log) -> None:
+        fetch = fetcher.partitions.get(key)
+        if fetch is None:
+            return
+        leader_end = await self._leader_offset(fetcher.leader_id, fetch, LATEST)
+        if leader_end < log.log_end_offset:
+            self._truncate_to(fetcher, key, log, leader_end)
+            return
+        leader_start = await self._leader_offset(fetcher.leader_id, fetch, EARLIEST)
+        if leader_start > log.log_end_offset:
+            log.truncate_fully_and_start_at(leader_start)
+        self._truncate_to(fetcher, key, log, log.log_end_offset)
+
+    async def _leader_offset(self, leader: int, fetch: PartitionFetch, timestamp: int) -> int:
+        def build(version: int) -> lo.ListOffsetsRequest:
+            return lo.ListOffsetsRequest(
+                replica_id=self.node_id,
+                topics=[
+                    lo.ListOffsetsTopic(
+                        name=fetch.topic,
+                        partitions=[
+                            lo.ListOffsetsPartition(
+                                partition_index=fetch.partition,
+                                current_leader_epoch=fetch.leader_epoch,
+                                timestamp=timestamp,
+                            )
+                        ],
+                    )
+                ],
+            )
+
+        answer, _ = await self._peers.send(leader, 2, build)
+        assert isinstance(answer, lo_resp.ListOffsetsResponse)
+        [topic] = answer.topics
+        [partition] = topic.partitions
+        if partition.error_code != ErrorCode.NONE:
+            raise OSError(f"ListOffsets: {ErrorCode(partition.error_code).name}")
+        return int(partition.offset)

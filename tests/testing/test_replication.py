@@ -1,0 +1,82 @@
+"""Replication across the embedded cluster's brokers, with a real client: acks=all
+produces at replication factor 3 are committed by the followers' fetches; the leader is
+killed (-9) and a follower from the ISR takes over with every acknowledged record; the
+killed broker restarts, catches up and rejoins the ISR."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from millpond.broker.node import Broker
+from millpond.controller.image import PartitionRegistration
+from millpond.testing.cluster import EmbeddedCluster, cluster
+
+
+def _until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _registration(running: EmbeddedCluster, via: int) -> PartitionRegistration:
+    def read(broker: Broker) -> PartitionRegistration:
+        topic = broker.image.topic("t")
+        assert topic is not None
+        return topic.partitions[0]
+
+    return running.node(via).handle.call(read)
+
+
+def _bootstrap(running: EmbeddedCluster, *brokers: int) -> str:
+    return ",".join(f"127.0.0.1:{running.node(b).port}" for b in brokers)
+
+
+def test_acknowledged_records_survive_the_leaders_kill() -> None:
+    with cluster(controllers=1, brokers=3) as running:
+        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+        try:
+            admin.create_topics(
+                [
+                    NewTopic(
+                        "t",
+                        replica_assignments={0: [2, 3, 4]},
+                        topic_configs={"min.insync.replicas": "2"},
+                    )
+                ]
+            )
+        finally:
+            admin.close()
+        _until(lambda: _registration(running, 4).leader == 2, "the topic created")
+        producer = KafkaProducer(bootstrap_servers=running.bootstrap_servers, acks="all", retries=5)
+        try:
+            acked = [producer.send("t", f"v{i}".encode(), partition=0) for i in range(200)]
+            offsets = [f.get(timeout=30).offset for f in acked]
+        finally:
+            producer.close()
+        assert offsets == list(range(200))
+        assert _registration(running, 4).isr == (2, 3, 4)
+
+        running.kill(2)
+        _until(lambda: _registration(running, 4).leader in (3, 4), "a follower took over")
+        new = _registration(running, 4)
+        assert 2 not in new.isr and new.leader_epoch >= 1
+        consumer = KafkaConsumer(
+            bootstrap_servers=_bootstrap(running, 3, 4),
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=10_000,
+        )
+        try:
+            consumer.assign([TopicPartition("t", 0)])
+            values = [m.value for _, m in zip(range(200), consumer, strict=False)]
+        finally:
+            consumer.close()
+        assert values == [f"v{i}".encode() for i in range(200)]
+
+        running.restart(2)
+        _until(lambda: 2 in _registration(running, 4).isr, "the restarted broker rejoined")

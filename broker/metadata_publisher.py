@@ -14,9 +14,11 @@ millpond, fed by :meth:`publish` after the image has become the broker's:
   stops it and its log is deleted (renamed ``-delete``, removed after the broker's
   ``file.delete.delay.ms``);
 - a topic whose configs changed: the new config applies to its open logs;
-- a partition whose leadership changed: the listeners registered for its topic hear
-  of it (``on_election`` when this broker becomes, or stays with a new epoch, the
-  leader; ``on_resignation`` when it stops leading);
+- a partition whose leadership changed: one this broker no longer leads leaves the
+  replica manager's table (what waited on it is answered NOT_LEADER_OR_FOLLOWER), and
+  the listeners registered for its topic hear of it (``on_election`` when this
+  broker becomes, or stays with a new epoch, the leader; ``on_resignation`` when it
+  stops leading);
 - a partition this broker follows, with a new leader or leader epoch: the replica
   fetchers fetch it from that leader; one it leads now, no longer hosts, or that has no
   leader, they stop fetching.
@@ -208,6 +210,7 @@ class BrokerMetadataPublisher:
             configs=delta.changed_configs,
         )
         for name, partition, epoch in changes.resigned:
+            self._replicas.resign(name, partition)
             for listener in self._listeners.get(name, ()):
                 listener.on_resignation(partition, epoch)
         if changes.removed:

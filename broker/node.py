@@ -354,6 +354,8 @@ class Broker(BrokerServer):
         self.controller_server.close_peers()
         if self.controller_link is not None:
             self.controller_link.close()
+        if self.fetchers is not None:
+            self.fetchers.close_connections()
         if self.control_server is not None:
             await self.control_server.stop()
         current = asyncio.current_task()

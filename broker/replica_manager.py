@@ -395,6 +395,15 @@ class ReplicaManager:
             self._wake((topic, index))
         return stopped
 
+    def resign(self, topic: str, index: int) -> None:
+        """This broker no longer leads the partition: it leaves the table (the log stays,
+        followed now or not at all), and the produces waiting on it are answered
+        NOT_LEADER_OR_FOLLOWER at once. A high watermark the partition reaches later as
+        a follower counts the new leader's records, which need not be the ones those
+        produces wrote. Leading it again loads its producer state from the log afresh."""
+        if self._partitions.pop((topic, index), None) is not None:
+            self._wake((topic, index))
+
     def poke_delayed(self) -> None:
         """The clock jumped: expire the delayed operations it made due, now."""
         purgatory_timer.poke(self.delayed_produces)

@@ -156,6 +156,10 @@ class ReplicaFetchers:
         """Each partition fetched, and from which leader."""
         return {key: leader for leader, f in self._fetchers.items() for key in f.partitions}
 
+    def close_connections(self) -> None:
+        """Cut the connections to the leaders at once (a node killed mid-fetch)."""
+        self._peers.close()
+
     async def close(self) -> None:
         for task in self._tasks.values():
             task.cancel()

@@ -12,9 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from millpond.broker.config import build_config
 from millpond.broker.node import Broker
 from millpond.controller.image import BrokerEndpoint, PartitionRegistration
+from millpond.controller.record_serde import ApiMessageAndVersion
+from millpond.controller.results import ControllerResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api.fetch_request import ReplicaState
 from millpond.wire.generated.api.fetch_response import PartitionData
+from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
 
 from .harness import Client, running_broker
 from .test_acks_all import _create, _ends, _produce, _set_replicas
@@ -137,3 +140,28 @@ def test_a_silent_follower_leaves_the_isr() -> None:
         # Between the lag time and one and a half times it, at the task's period.
         assert time.monotonic() - started < 5
         assert _ends(broker, "t") == (1, 1)  # the ISR of the leader alone commits it
+
+
+def test_a_produce_waiting_on_a_leader_that_resigns_is_not_acknowledged() -> None:
+    """Once another broker leads, the old leader's high watermark counts the new
+    leader's records: a produce still waiting there is answered NOT_LEADER_OR_FOLLOWER."""
+    with running_broker() as broker:
+        _create(broker, "t")
+        _register_follower(broker)
+        _set_replicas(broker, "t", [broker.node_id, FOLLOWER], [broker.node_id, FOLLOWER])
+        client = Client(broker.port)
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(_produce, client, "t", timeout_ms=10_000)
+            _until(lambda: _ends(broker, "t")[0] == 1, "the produce was written")
+
+            def hand_over() -> None:
+                topic = broker.image.topic("t")
+                assert topic is not None
+                change = PartitionChangeRecord(topic_id=topic.topic_id, partition_id=0, leader=2)
+                broker.controller._commit(
+                    ControllerResult((ApiMessageAndVersion(change, 0),), None)
+                )
+
+            on_loop(broker, hand_over)
+            answer = pending.result(10)
+        assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -1,7 +1,8 @@
 """Replication across the embedded cluster's brokers, with a real client: acks=all
 produces at replication factor 3 are committed by the followers' fetches; the leader is
 killed (-9) and a follower from the ISR takes over with every acknowledged record; the
-killed broker restarts, catches up and rejoins the ISR."""
+killed broker restarts, catches up and rejoins the ISR; an idempotent producer's retry
+to the new leader is deduplicated."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ from kafka.admin import NewTopic
 from millpond.broker.node import Broker
 from millpond.controller.image import PartitionRegistration
 from millpond.testing.cluster import EmbeddedCluster, cluster
+from millpond.wire.generated.api.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from millpond.wire.records import NewRecord, build_batch
+from tests.broker.harness import Client
 
 
 def _until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
@@ -80,3 +88,52 @@ def test_acknowledged_records_survive_the_leaders_kill() -> None:
 
         running.restart(2)
         _until(lambda: 2 in _registration(running, 4).isr, "the restarted broker rejoined")
+
+
+def _produce_batch(
+    running: EmbeddedCluster, broker: int, sequence: int, values: list[bytes]
+) -> tuple[int, int]:
+    """An idempotent producer's batch (producer 4000, epoch 0), acks=all, to ``broker``:
+    (error code, base offset)."""
+    batch = build_batch(
+        [NewRecord(value=v) for v in values],
+        producer_id=4000,
+        producer_epoch=0,
+        base_sequence=sequence,
+    )
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=10_000,
+        topic_data=[
+            TopicProduceData(
+                name="t", partition_data=[PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+    client = Client(running.node(broker).port)
+    try:
+        _, response = client.request(request, 9)
+    finally:
+        client.close()
+    [part] = response.responses[0].partition_responses
+    return part.error_code, part.base_offset
+
+
+def test_a_retry_to_the_new_leader_is_deduplicated() -> None:
+    """The idempotent producer state travels with the log: the new leader knows the
+    batch the old one acknowledged, and a retry of it appends nothing."""
+    with cluster(controllers=1, brokers=3) as running:
+        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+        try:
+            admin.create_topics([NewTopic("t", replica_assignments={0: [2, 3, 4]})])
+        finally:
+            admin.close()
+        _until(lambda: _registration(running, 4).leader == 2, "the topic created")
+        assert _produce_batch(running, 2, 0, [b"a", b"b"]) == (0, 0)
+        assert _produce_batch(running, 2, 2, [b"c", b"d"]) == (0, 2)
+        running.kill(2)
+        _until(lambda: _registration(running, 4).leader in (3, 4), "a follower took over")
+        leader = _registration(running, 4).leader
+        # The retry of the last batch: answered with its original offset, not appended.
+        assert _produce_batch(running, leader, 2, [b"c", b"d"]) == (0, 2)
+        assert _produce_batch(running, leader, 4, [b"e"]) == (0, 4)

@@ -76,9 +76,14 @@ def peer_client_ids(node_id: int) -> tuple[str, ...]:
 
 
 def new_cluster_id(rng: random.Random) -> str:
-    """A Kafka cluster id: a random UUID in Kafka's URL-safe base64 form."""
-    raw = as_uuid4(rng.getrandbits(128).to_bytes(16, "big"))
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    """A Kafka cluster id: a random UUID in Kafka's URL-safe base64 form, never one
+    that starts with '-' (Kafka's ``Uuid.randomUuid`` draws again: a command line would
+    read it as an option)."""
+    while True:
+        raw = as_uuid4(rng.getrandbits(128).to_bytes(16, "big"))
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _config_of(

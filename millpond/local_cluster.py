@@ -16,8 +16,8 @@ stops the cluster, with the last lines of its log.
 from __future__ import annotations
 
 import argparse
-import base64
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -90,9 +90,9 @@ def _cluster_id(directory: Path) -> str:
     path = directory / "cluster.id"
     if path.exists():
         return path.read_text().strip()
-    from millpond.storage.uuids import random_uuid4  # noqa: PLC0415
+    from millpond.broker.node import new_cluster_id  # noqa: PLC0415 (a tool's)
 
-    cluster_id = base64.urlsafe_b64encode(random_uuid4()).decode().rstrip("=")
+    cluster_id = new_cluster_id(random.SystemRandom())
     path.write_text(cluster_id + "\n")
     return cluster_id
 

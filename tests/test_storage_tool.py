@@ -150,3 +150,14 @@ def test_flags_that_do_not_describe_the_quorum_are_refused(
     )
     assert says in capsys.readouterr().err
     assert not (tmp_path / "c1").exists()
+
+
+def test_a_new_cluster_id_never_starts_with_a_dash() -> None:
+    """As Kafka's Uuid.randomUuid: ``-t -8Gv...`` would read as an option. Seed 82's
+    first draw is such an id; the next one is taken."""
+    import random
+
+    from millpond.broker.node import new_cluster_id
+
+    assert not new_cluster_id(random.Random(82)).startswith("-")
+    assert all(not new_cluster_id(random.Random(s)).startswith("-") for s in range(500))

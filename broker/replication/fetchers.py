@@ -29,7 +29,6 @@ from millpond.broker.replication.follower import (
 )
 from millpond.controller.peer_channel import PeerChannel, PeerUnreachableError
 from millpond.storage.clock import Clock
-from millpond.storage.log_types import CorruptRecordError
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.api import list_offsets_request as lo
 from millpond.wire.generated.api import list_offsets_response as lo_resp
@@ -200,7 +199,7 @@ class ReplicaFetchers:
             for action in fetcher.handle(asked, response, now):
                 try:
                     await self._apply(fetcher, action)
-                except (OSError, CorruptRecordError, ValueError) as exc:
+                except Exception as exc:  # noqa: BLE001 (one partition's trouble, not all)
                     name = self._names.get(action.key, "?")
                     _log.warning(
                         "replica fetch of %s-%d from broker %d: %s; fetching again after "
@@ -233,12 +232,13 @@ class ReplicaFetchers:
             epochs = log.leader_epochs
             latest = None if epochs is None else epochs.latest_epoch
             fetcher.advanced(key, info.last_offset + 1, -1 if latest is None else latest)
-        if data.log_start_offset > log.log_start_offset:
-            log.delete_records(min(data.log_start_offset, log.log_end_offset))
         high_watermark = max(log.log_start_offset, min(data.high_watermark, log.log_end_offset))
         if high_watermark != log.high_watermark and high_watermark >= 0:
             log.update_high_watermark(high_watermark)
             self._on_high_watermark(self._names.get(key, ""), key[1])
+        # The leader's log start (retention, DeleteRecords), never past what is committed.
+        if data.log_start_offset > log.log_start_offset:
+            log.delete_records(min(data.log_start_offset, log.high_watermark))
 
     def _truncate(self, fetcher: FollowerFetcher, key: Key, log: Log, data: PartitionData) -> None:
         diverging = data.diverging_epoch

@@ -113,7 +113,12 @@ def test_a_stopped_or_killed_broker_loses_its_leaderships() -> None:
             admin.create_topics([NewTopic("t", replica_assignments=assignment)])
         finally:
             admin.close()
-        _until(lambda: _leader_and_isr(running, "t")[0][0] == 2, "the topic created")
+        last = running.node(4).handle
+
+        def created(broker: Broker) -> bool:
+            return broker.image.topic("t") is not None
+
+        _until(lambda: last.call(created), "the topic reached the last broker")
         assert _leader_and_isr(running, "t") == {0: (2, (2, 3, 4)), 1: (3, (3, 4, 2))}
 
         started = time.monotonic()
@@ -123,7 +128,6 @@ def test_a_stopped_or_killed_broker_loses_its_leaderships() -> None:
         assert stop_s < 3.0, f"controlled shutdown took {stop_s:.1f} s: it was not granted"
 
         running.kill(3)  # no goodbye: fenced once broker.session.timeout.ms lapses
-        last = running.node(4).handle
 
         def leader_seen_by_the_last(broker: Broker) -> int:
             topic = broker.image.topic("t")

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from millpond.controller.cluster_control import check_broker_epoch
-from millpond.controller.image import MetadataImage, PartitionRegistration
+from millpond.controller.image import LeaderRecoveryState, MetadataImage, PartitionRegistration
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -43,8 +43,6 @@ __all__ = [
     "alter_partition",
 ]
 
-RECOVERED, RECOVERING = 0, 1
-
 
 class IsrMember(NamedTuple):
     broker_id: int
@@ -57,7 +55,7 @@ class IsrChange(NamedTuple):
     leader_epoch: int
     partition_epoch: int
     new_isr: Sequence[IsrMember]
-    leader_recovery_state: int = RECOVERED
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED
 
 
 class AlterPartitionRequest(NamedTuple):
@@ -168,12 +166,13 @@ def _refusal(
         return ApiError(
             ErrorCode.INVALID_REQUEST, f"The new ISR {ids} does not contain the leader."
         )
-    if change.leader_recovery_state == RECOVERING and len(ids) > 1:
+    recovered, recovering = LeaderRecoveryState.RECOVERED, LeaderRecoveryState.RECOVERING
+    if change.leader_recovery_state == recovering and len(ids) > 1:
         return ApiError(
             ErrorCode.INVALID_REQUEST,
             "A partition whose leader is RECOVERING has its leader alone in the ISR.",
         )
-    if current.leader_recovery_state == RECOVERED and change.leader_recovery_state == RECOVERING:
+    if current.leader_recovery_state == recovered and change.leader_recovery_state == recovering:
         return ApiError(
             ErrorCode.INVALID_REQUEST, "A RECOVERED leader cannot go back to RECOVERING."
         )

@@ -64,6 +64,7 @@ __all__ = [
     "BrokerRegistration",
     "ConfigResource",
     "ConfigResourceType",
+    "LeaderRecoveryState",
     "MetadataDelta",
     "MetadataImage",
     "PartitionRegistration",
@@ -75,6 +76,14 @@ _log = logging.getLogger(__name__)
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
+
+
+class LeaderRecoveryState(IntEnum):
+    """A partition leader's LeaderRecoveryState: elected cleanly, or from outside the
+    ISR (it may lack acknowledged records until its ISR grows again)."""
+
+    RECOVERED = 0
+    RECOVERING = 1
 
 
 class ConfigResourceType(IntEnum):

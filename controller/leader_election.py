@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from millpond.controller.image import NO_LEADER, MetadataImage, PartitionRegistration
+from millpond.controller.partition_change import election_change
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -30,19 +31,10 @@ from millpond.wire.generated.metadata.partition_change_record import PartitionCh
 
 __all__ = ["ElectionType", "TopicElection", "elect_leaders"]
 
-#: LeaderRecoveryState of a leader elected from outside the ISR.
-RECOVERING = 1
-
 
 class ElectionType(IntEnum):
     PREFERRED = 0
     UNCLEAN = 1
-
-
-class _Change(NamedTuple):
-    leader: int
-    isr: list[int] | None = None
-    leader_recovery_state: int = -1
 
 
 class TopicElection(NamedTuple):
@@ -94,27 +86,21 @@ def _elect(
     change = _change(partition, election, set(image.usable_brokers()))
     if isinstance(change, ApiError):
         return change
-    record = PartitionChangeRecord(
-        topic_id=topic.topic_id,
-        partition_id=index,
-        leader=change.leader,
-        isr=change.isr,
-        leader_recovery_state=change.leader_recovery_state,
-    )
+    record = PartitionChangeRecord(topic_id=topic.topic_id, partition_id=index, **change)
     records.append(with_version(record))
     return NO_ERROR
 
 
 def _change(
     p: PartitionRegistration, election: ElectionType, usable: set[int]
-) -> _Change | ApiError:
-    """The change the election makes, or why there is none."""
+) -> dict[str, Any] | ApiError:
+    """The record's fields the election changes, or why there is none."""
     preferred = p.replicas[0] if p.replicas else NO_LEADER
     if election is ElectionType.PREFERRED:
         if p.leader == preferred:
             return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
         if preferred in p.isr and preferred in usable:
-            return _Change(preferred)
+            return {"leader": preferred}
         return ApiError(
             ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
             f"The preferred replica {preferred} is not in the ISR or not usable (fenced or"
@@ -122,12 +108,10 @@ def _change(
         )
     if p.leader != NO_LEADER:
         return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
-    in_sync = next((r for r in p.replicas if r in p.isr and r in usable), None)
-    if in_sync is not None:
-        return _Change(in_sync)
-    unclean = next((r for r in p.replicas if r in usable), None)
-    if unclean is not None:
-        return _Change(unclean, [unclean], RECOVERING)
+    # The ISR's first usable replica, else the first usable one (unclean, RECOVERING).
+    change = election_change(p, usable.__contains__, unclean=True)
+    if change:
+        return change
     return ApiError(
         ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
         "No replica of the partition is usable (every one is fenced or shutting down); "

@@ -27,6 +27,7 @@ from millpond.controller.image import (
     NO_LEADER,
     ConfigResource,
     ConfigResourceType,
+    LeaderRecoveryState,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
@@ -35,7 +36,7 @@ from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
 
 __all__ = [
-    "RECOVERING",
+    "election_change",
     "leader_and_isr_updates",
     "partitions_led_by",
     "partitions_with_replica_in_isr",
@@ -43,8 +44,6 @@ __all__ = [
     "unclean_election_enabled",
 ]
 
-#: LeaderRecoveryState of a leader elected from outside the ISR.
-RECOVERING = 1
 
 #: (topic, partition index, registration)
 PartitionRef = tuple[TopicImage, int, PartitionRegistration]
@@ -97,20 +96,23 @@ def leader_and_isr_updates(
 
     records = []
     for topic, index, p in partitions:
-        change = _change(p, acceptable, remove, unclean(topic.name))
+        change = election_change(p, acceptable, remove=remove, unclean=unclean(topic.name))
         if change:
             record = PartitionChangeRecord(topic_id=topic.topic_id, partition_id=index, **change)
             records.append(with_version(record))
     return records
 
 
-def _change(
+def election_change(
     p: PartitionRegistration,
     acceptable: Callable[[int], bool],
-    remove: int,
+    *,
+    remove: int = NO_LEADER,
     unclean: bool,
 ) -> dict[str, Any]:
-    """The PartitionChangeRecord's fields that change (none: no record)."""
+    """The PartitionChangeRecord's fields that change when ``remove`` leaves the ISR and
+    the leader must be ``acceptable`` (none: no record). Kafka's PartitionChangeBuilder
+    with an ONLINE, or UNCLEAN, election."""
     target_isr = [r for r in p.isr if r != remove]
 
     def valid(replica: int) -> bool:
@@ -132,8 +134,8 @@ def _change(
         change["leader"] = leader
         if is_unclean:
             change["isr"] = [leader]
-            if p.leader_recovery_state != RECOVERING:
-                change["leader_recovery_state"] = RECOVERING
+            if p.leader_recovery_state != LeaderRecoveryState.RECOVERING:
+                change["leader_recovery_state"] = LeaderRecoveryState.RECOVERING
     if "isr" not in change and target_isr and tuple(target_isr) != p.isr:
         change["isr"] = target_isr
     return change

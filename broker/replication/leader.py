@@ -27,10 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-__all__ = ["FollowerState", "IsrProposal", "LeaderReplication"]
+from millpond.controller.image import LeaderRecoveryState
 
-#: LeaderRecoveryState: the leader was elected cleanly / from outside the ISR.
-RECOVERED = 0
+__all__ = ["FollowerState", "IsrProposal", "LeaderReplication"]
 
 
 class FollowerState(NamedTuple):
@@ -75,7 +74,7 @@ class IsrProposal(NamedTuple):
     partition_epoch: int
     #: (broker id, broker epoch or -1), the leader first.
     isr: tuple[tuple[int, int], ...]
-    leader_recovery_state: int = RECOVERED
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED
 
 
 #: Whether a broker may join the ISR: (broker id, the epoch it fetched with) -> verdict

@@ -10,16 +10,18 @@ from collections.abc import Sequence
 import pytest
 
 from millpond.controller.alter_partition import (
-    RECOVERING,
     AlterPartitionRequest,
     IsrChange,
     IsrMember,
     PartitionResult,
 )
+from millpond.controller.image import LeaderRecoveryState
 from millpond.controller.results import ApiError
 from millpond.wire.errors import ErrorCode
 
 from .helpers import Cluster
+
+RECOVERING = LeaderRecoveryState.RECOVERING
 
 
 def ask(

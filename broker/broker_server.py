@@ -137,9 +137,7 @@ class BrokerServer:
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms", 30_000),
         )
         self._publisher: BrokerMetadataPublisher | None = None
-        #: The follower fetchers (made once the broker has registered and follows a
-        #: partition), and this broker's epoch once it has registered.
-        self.fetchers: ReplicaFetchers | None = None
+        #: This broker's epoch, once it has registered.
         self._broker_epoch: int | None = None
         metadata.register_listener(self)
         self.connections: set[KafkaConnection] = set()
@@ -192,7 +190,7 @@ class BrokerServer:
             # this broker gains and loses their leadership.
             self._publisher.add_leadership_listener(OFFSETS_TOPIC, self.groups)
             if self._broker_epoch is not None:
-                self._publisher.make_fetchers = self._replica_fetchers
+                self._publisher.start_following(self._replica_fetchers)
         return self._publisher
 
     def handle_commit(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -306,61 +304,50 @@ class BrokerServer:
         self.replicas.isr_changes = IsrChangeSender(
             channel.alter_partition, self.replicas.on_isr_answer, lambda: broker_epoch, self.node_id
         )
-        self._start_fetchers(broker_epoch)
+        self._start_following(broker_epoch)
         await channel.unfence_broker(self.node_id, registration.broker_epoch)
         self.groups.start()
         self.maintenance.start()
 
-    def _start_fetchers(self, broker_epoch: int) -> None:
-        """Let the publisher make the follower fetchers when there is something to
-        follow, and follow what the metadata already says this broker follows."""
+    def _start_following(self, broker_epoch: int) -> None:
+        """Registered: the partitions this broker follows fetch from their leaders, those
+        the metadata names already and those later deltas name."""
         self._broker_epoch = broker_epoch
-        if self._publisher is not None:
-            self._publisher.make_fetchers = self._replica_fetchers
-        image = self._image
-        followed = [
-            (topic, index, p)
-            for topic in image.topics_by_id.values()
-            for index, p in topic.partitions.items()
-            if self.node_id in p.replicas and p.leader not in (self.node_id, -1)
-        ]
-        if self._publisher is None and not followed:
-            return  # made with the publisher, on the first delta that touches topics
-        publisher = self.publisher
-        if followed:
-            fetchers = self._replica_fetchers()
-            publisher.fetchers = fetchers
-            for topic, index, p in followed:
-                self.replicas.follower_log(topic, index)
-                fetchers.follow(topic.name, topic.topic_id, index, p.leader, p.leader_epoch)
+        if self._publisher is None and not self._image.topics_by_id:
+            return  # the publisher, made with the first delta that touches topics, will
+        self.publisher.start_following(self._replica_fetchers, self._image)
 
     def _replica_fetchers(self) -> ReplicaFetchers:
-        if self.fetchers is None:
-            from millpond.broker.replication.fetchers import ReplicaFetchers  # noqa: PLC0415
-            from millpond.broker.replication.follower import FetcherConfig  # noqa: PLC0415
+        """The follower fetchers (the publisher makes them when it first needs them)."""
+        from millpond.broker.replication.fetchers import ReplicaFetchers  # noqa: PLC0415
+        from millpond.broker.replication.follower import FetcherConfig  # noqa: PLC0415
 
-            ms = self.config.get_int
-            config = FetcherConfig(
-                max_wait_ms=ms("replica.fetch.wait.max.ms", 500),
-                min_bytes=ms("replica.fetch.min.bytes", 1),
-                response_max_bytes=ms("replica.fetch.response.max.bytes", 10 * 1024 * 1024),
-                partition_max_bytes=ms("replica.fetch.max.bytes", 1024 * 1024),
-                backoff_ms=ms("replica.fetch.backoff.ms", 1000),
-            )
-            epoch = self._broker_epoch
-            assert epoch is not None, "fetchers are made once the broker has registered"
-            self.fetchers = ReplicaFetchers(
-                self.node_id,
-                lambda: self._image,
-                self.replicas.existing_log,
-                self.config.inter_broker_listener_name,
-                self.clock,
-                lambda: epoch,
-                config,
-                request_timeout_ms=ms("replica.socket.timeout.ms", 30_000),
-                on_high_watermark=self.replicas.wake,
-            )
-        return self.fetchers
+        ms = self.config.get_int
+        config = FetcherConfig(
+            max_wait_ms=ms("replica.fetch.wait.max.ms", 500),
+            min_bytes=ms("replica.fetch.min.bytes", 1),
+            response_max_bytes=ms("replica.fetch.response.max.bytes", 10 * 1024 * 1024),
+            partition_max_bytes=ms("replica.fetch.max.bytes", 1024 * 1024),
+            backoff_ms=ms("replica.fetch.backoff.ms", 1000),
+        )
+        epoch = self._broker_epoch
+        assert epoch is not None, "fetchers are made once the broker has registered"
+        return ReplicaFetchers(
+            self.node_id,
+            lambda: self._image,
+            self.replicas.existing_log,
+            self.config.inter_broker_listener_name,
+            self.clock,
+            lambda: epoch,
+            config,
+            request_timeout_ms=ms("replica.socket.timeout.ms", 30_000),
+            on_high_watermark=self.replicas.wake,
+        )
+
+    @property
+    def fetchers(self) -> ReplicaFetchers | None:
+        """The follower fetchers, once this broker follows a partition."""
+        return None if self._publisher is None else self._publisher.fetchers
 
     async def stop(self) -> None:
         if self.control_server is not None:

@@ -32,17 +32,12 @@ import logging
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from millpond.controller.image import ConfigResourceType
+from millpond.controller.image import ConfigResourceType, MetadataImage
 
 if TYPE_CHECKING:
     from millpond.broker.replica_manager import ReplicaManager
     from millpond.broker.replication.fetchers import ReplicaFetchers
-    from millpond.controller.image import (
-        ConfigResource,
-        MetadataDelta,
-        MetadataImage,
-        TopicImage,
-    )
+    from millpond.controller.image import ConfigResource, MetadataDelta, TopicImage
     from millpond.storage.log_manager import LogManager
 
 __all__ = [
@@ -194,7 +189,7 @@ class BrokerMetadataPublisher:
         #: The follower fetchers, made on first need once the broker has registered
         #: (a broker that follows nothing never loads them).
         self.fetchers: ReplicaFetchers | None = None
-        self.make_fetchers: Callable[[], ReplicaFetchers] | None = None
+        self._make_fetchers: Callable[[], ReplicaFetchers] | None = None
 
     def add_leadership_listener(self, topic: str, listener: LeadershipListener) -> None:
         """Tell ``listener`` of leadership changes of ``topic``'s partitions."""
@@ -226,11 +221,21 @@ class BrokerMetadataPublisher:
                 listener.on_election(partition, epoch)
         self._follow(changes, image)
 
+    def start_following(
+        self, make_fetchers: Callable[[], ReplicaFetchers], image: MetadataImage | None = None
+    ) -> None:
+        """The broker has registered: from now on it follows, with the fetchers
+        ``make_fetchers`` makes, and it follows at once what ``image`` says it does."""
+        self._make_fetchers = make_fetchers
+        if image is not None:
+            empty = MetadataImage.empty(image.cluster_id)
+            self._follow(local_changes(empty, image, self.node_id), image)
+
     def _follow(self, changes: LocalChanges, image: MetadataImage) -> None:
         """Partitions this broker follows fetch from their leaders; those it leads now,
         no longer hosts or that have no leader, no longer do."""
-        if self.fetchers is None and changes.followed and self.make_fetchers is not None:
-            self.fetchers = self.make_fetchers()
+        if self.fetchers is None and changes.followed and self._make_fetchers is not None:
+            self.fetchers = self._make_fetchers()
         fetchers = self.fetchers
         if fetchers is None:
             return

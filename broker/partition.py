@@ -23,8 +23,12 @@ broker's event loop makes every call).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from millpond.broker.replication.leader import Eligible, IsrProposal, LeaderReplication
+
+if TYPE_CHECKING:
+    from millpond.broker.replication.isr_changes import IsrAction
 from millpond.controller.image import PartitionRegistration
 from millpond.storage.log import Log
 from millpond.storage.producer_state import ProducerStateManager
@@ -149,7 +153,7 @@ class Partition:
     def on_isr_answer(
         self,
         proposal: IsrProposal,
-        action: str,
+        action: IsrAction,
         registration: PartitionRegistration | None,
         now_ms: int,
     ) -> bool:
@@ -198,7 +202,7 @@ class Partition:
             candidate: int | None = end
         else:
             candidate = self.replication.high_watermark_candidate(
-                end, now_ms, self._min_isr(), self._eligible
+                end, now_ms, self._min_isr, self._eligible
             )
         if candidate is None or candidate <= log.high_watermark:
             return False

@@ -42,7 +42,7 @@ from millpond.broker import purgatory_timer
 from millpond.broker.control.clock import ControlledClock
 from millpond.broker.partition import ACKS_ALL, REPLICA_LAG_TIME_MAX_MS, Partition
 from millpond.broker.purgatory import Purgatory
-from millpond.broker.replication.isr_changes import IsrChangeSender
+from millpond.broker.replication.isr_changes import IsrAction, IsrChangeSender
 from millpond.broker.replication.leader import IsrProposal
 from millpond.controller.image import MetadataImage, PartitionRegistration, TopicImage
 from millpond.storage.clock import Clock, SystemClock
@@ -225,7 +225,7 @@ class ReplicaManager:
         self,
         partition: Partition,
         proposal: IsrProposal,
-        action: str,
+        action: IsrAction,
         registration: PartitionRegistration | None,
     ) -> None:
         """The controller answered an ISR change: the leader takes it, and what waits on

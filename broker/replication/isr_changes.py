@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from millpond.controller.alter_partition import (
     AlterPartitionAnswer,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from millpond.broker.replication.leader import IsrProposal
     from millpond.controller.image import PartitionRegistration
 
-__all__ = ["IsrChangeQueue", "IsrChangeSender", "Outcome", "outcome_of"]
+__all__ = ["IsrAction", "IsrChangeQueue", "IsrChangeSender", "Outcome", "outcome_of"]
 
 _log = logging.getLogger("millpond.broker")
 
@@ -49,11 +49,13 @@ RETRY_BACKOFF_MS = 50
 Key = tuple[bytes, int]
 
 
-class Outcome(NamedTuple):
-    """What a leader does with the controller's answer to its ISR change."""
+#: What a leader does with the controller's answer to its ISR change: take it, undo it,
+#: wait (in flight until the metadata replaces it) or ask again.
+IsrAction = Literal["taken", "undo", "wait", "again"]
 
-    #: "taken", "undo", "wait" (in flight until the metadata replaces it) or "again".
-    action: str
+
+class Outcome(NamedTuple):
+    action: IsrAction
     result: PartitionResult
 
 
@@ -138,7 +140,7 @@ class IsrChangeQueue:
 Send = Callable[[AlterPartitionRequest], Awaitable[AlterPartitionAnswer]]
 #: Hands a partition's answer to its leader: (partition, proposal, action, the
 #: partition as the controller answered it).
-OnAnswer = Callable[["Partition", "IsrProposal", str, "PartitionRegistration | None"], None]
+OnAnswer = Callable[["Partition", "IsrProposal", IsrAction, "PartitionRegistration | None"], None]
 
 
 class IsrChangeSender:

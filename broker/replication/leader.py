@@ -272,11 +272,14 @@ class LeaderReplication:
     # -- the high watermark --------------------------------------------------------------
 
     def high_watermark_candidate(
-        self, leader_end: int, now_ms: int, min_isr: int, eligible: Eligible
+        self, leader_end: int, now_ms: int, min_isr: Callable[[], int], eligible: Eligible
     ) -> int | None:
         """Where the high watermark may move (the caller keeps it if that is not
-        higher); None while the committed ISR is under the effective min ISR."""
-        if len(self.isr) < min(min_isr, len(self.replicas)):
+        higher); None while the committed ISR is under the effective min ISR. The topic's
+        min ISR is read only when the ISR is short of the replicas (on every append of a
+        partition with a full ISR it could not matter)."""
+        short = len(self.isr) < len(self.replicas)
+        if short and len(self.isr) < min(min_isr(), len(self.replicas)):
             return None
         candidate = leader_end
         maximal = self.maximal_isr

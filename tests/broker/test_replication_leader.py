@@ -104,15 +104,15 @@ def test_a_refusal_that_undoes_frees_the_next_change() -> None:
 def test_the_high_watermark_waits_for_the_maximal_isr_and_freezes_under_min_isr() -> None:
     state = leader((1, 2))
     fetch(state, 2, 8, 100, 10)
-    assert state.high_watermark_candidate(10, 100, 1, eligible) == 8
+    assert state.high_watermark_candidate(10, 100, lambda: 1, eligible) == 8
     fetch(state, 2, 10, 200, 10)
     # 3 is out of the ISR, never fetched: it does not hold the high watermark back.
-    assert state.high_watermark_candidate(10, 200, 1, eligible) == 10
+    assert state.high_watermark_candidate(10, 200, lambda: 1, eligible) == 10
     # 3, caught up and eligible, holds it back before it has joined.
     fetch(state, 3, 9, 300, 9)
-    assert state.high_watermark_candidate(10, 300, 1, eligible) == 9
+    assert state.high_watermark_candidate(10, 300, lambda: 1, eligible) == 9
     # Under min.insync.replicas (2 of 2 needed, capped at the 3 replicas): frozen.
-    assert state.high_watermark_candidate(10, 300, 3, eligible) is None
+    assert state.high_watermark_candidate(10, 300, lambda: 3, eligible) is None
     single = LeaderReplication(1, LAG)
     single.update((1,), (1,), 0, 0, log_end=0, now_ms=0)
-    assert single.high_watermark_candidate(4, 0, 2, eligible) == 4  # capped at one replica
+    assert single.high_watermark_candidate(4, 0, lambda: 2, eligible) == 4  # capped at one replica

@@ -53,6 +53,18 @@ Key = tuple[bytes, int]
 VERSIONS = {1: (12, 17), 2: (1, 10), 18: (0, 4)}
 
 
+def _name(fetcher: FollowerFetcher, key: Key) -> str:
+    fetch = fetcher.partitions.get(key)
+    return "?" if fetch is None else fetch.topic
+
+
+def _latest_epoch(log: Log) -> int:
+    """The epoch of the log's last batch, as its epoch cache has it (-1: none)."""
+    epochs = log.leader_epochs
+    latest = None if epochs is None else epochs.latest_epoch
+    return -1 if latest is None else latest
+
+
 def whole_batches(records: memoryview) -> memoryview:
     """The prefix of ``records`` that holds whole batches only."""
     end, size = 0, len(records)
@@ -105,7 +117,6 @@ class ReplicaFetchers:
         self._fetchers: dict[int, FollowerFetcher] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._wakes: dict[int, asyncio.Event] = {}
-        self._names: dict[Key, str] = {}
         self._peers = PeerChannel(
             lambda n: self._address(n, listener),
             VERSIONS,
@@ -128,8 +139,6 @@ class ReplicaFetchers:
         log = self._log_of(topic, index)
         if log is None:
             return
-        epochs = log.leader_epochs
-        latest = None if epochs is None else epochs.latest_epoch
         fetcher = self._fetchers.get(leader)
         if fetcher is None:
             fetcher = self._fetchers[leader] = FollowerFetcher(self.node_id, leader, self._config)
@@ -137,11 +146,8 @@ class ReplicaFetchers:
             self._tasks[leader] = asyncio.get_running_loop().create_task(
                 self._run(fetcher), name=f"millpond-replica-fetcher-{leader}"
             )
-        self._names[key] = topic
         fetcher.add(
-            PartitionFetch(
-                topic, topic_id, index, epoch, log.log_end_offset, -1 if latest is None else latest
-            )
+            PartitionFetch(topic, topic_id, index, epoch, log.log_end_offset, _latest_epoch(log))
         )
         self._wakes[leader].set()
 
@@ -150,10 +156,6 @@ class ReplicaFetchers:
         for leader, fetcher in self._fetchers.items():
             if leader != keep:
                 fetcher.remove(keys)
-
-    def following(self) -> dict[Key, int]:
-        """Each partition fetched, and from which leader."""
-        return {key: leader for leader, f in self._fetchers.items() for key in f.partitions}
 
     def close_connections(self) -> None:
         """Cut the connections to the leaders at once (a node killed mid-fetch)."""
@@ -175,7 +177,7 @@ class ReplicaFetchers:
         wake = self._wakes[fetcher.leader_id]
         while True:
             now = self._clock.monotonic_ms()
-            built = fetcher.request(now, self._broker_epoch(), self._log_start)
+            built = fetcher.request(now, self._broker_epoch(), self._log_starts(fetcher))
             if built is None:
                 due = fetcher.next_wake_ms(now)
                 wake.clear()
@@ -200,20 +202,28 @@ class ReplicaFetchers:
                 try:
                     await self._apply(fetcher, action)
                 except Exception as exc:  # noqa: BLE001 (one partition's trouble, not all)
-                    name = self._names.get(action.key, "?")
+                    name = _name(fetcher, action.key)
                     _log.warning(
                         "replica fetch of %s-%d from broker %d: %s; fetching again after "
                         "replica.fetch.backoff.ms", name, action.key[1], fetcher.leader_id, exc,
                     )  # fmt: skip
                     fetcher.back_off(action.key, now)
 
-    def _log_start(self, key: Key) -> int:
-        log = self._log_of(self._names.get(key, ""), key[1])
-        return -1 if log is None else log.log_start_offset
+    def _log_starts(self, fetcher: FollowerFetcher) -> Callable[[Key], int]:
+        def log_start(key: Key) -> int:
+            log = self._log(fetcher, key)
+            return -1 if log is None else log.log_start_offset
+
+        return log_start
+
+    def _log(self, fetcher: FollowerFetcher, key: Key) -> Log | None:
+        """The log of a partition ``fetcher`` fetches (None: it no longer does)."""
+        fetch = fetcher.partitions.get(key)
+        return None if fetch is None else self._log_of(fetch.topic, fetch.partition)
 
     async def _apply(self, fetcher: FollowerFetcher, action: Action) -> None:
         key = action.key
-        log = self._log_of(self._names.get(key, ""), key[1])
+        log = self._log(fetcher, key)
         data = action.data
         if log is None or data is None or action.kind in ("stop", "back_off"):
             return
@@ -229,13 +239,11 @@ class ReplicaFetchers:
         view = whole_batches(memoryview(records if records is not None else b"").cast("B"))
         if len(view):
             info = log.append(view, assign_offsets=False)
-            epochs = log.leader_epochs
-            latest = None if epochs is None else epochs.latest_epoch
-            fetcher.advanced(key, info.last_offset + 1, -1 if latest is None else latest)
+            fetcher.advanced(key, info.last_offset + 1, _latest_epoch(log))
         high_watermark = max(log.log_start_offset, min(data.high_watermark, log.log_end_offset))
         if high_watermark != log.high_watermark and high_watermark >= 0:
             log.update_high_watermark(high_watermark)
-            self._on_high_watermark(self._names.get(key, ""), key[1])
+            self._on_high_watermark(_name(fetcher, key), key[1])
         # The leader's log start (retention, DeleteRecords), never past what is committed.
         if data.log_start_offset > log.log_start_offset:
             log.delete_records(min(data.log_start_offset, log.high_watermark))
@@ -257,12 +265,10 @@ class ReplicaFetchers:
         if offset < log.log_end_offset:
             _log.info(
                 "truncating %s-%d from %d to %d (the leader's log diverges)",
-                self._names.get(key, "?"), key[1], log.log_end_offset, offset,
+                _name(fetcher, key), key[1], log.log_end_offset, offset,
             )  # fmt: skip
             log.truncate_to(offset)
-        epochs = log.leader_epochs
-        latest = None if epochs is None else epochs.latest_epoch
-        fetcher.advanced(key, log.log_end_offset, -1 if latest is None else latest)
+        fetcher.advanced(key, log.log_end_offset, _latest_epoch(log))
 
     async def _reset(self, fetcher: FollowerFetcher, key: Key, log: Log) -> None:
         fetch = fetcher.partitions.get(key)

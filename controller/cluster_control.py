@@ -26,7 +26,7 @@ was handed out and a restart never hands out an id twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from millpond.controller import partition_change
@@ -226,13 +226,9 @@ def set_fenced(
         image,
         partition_change.partitions_without_leader(image),
         add=broker_id,
-        unclean=_unclean(image, unclean_default),
+        unclean_default=unclean_default,
     )
     return ControllerResult((record, *elected), NO_ERROR)
-
-
-def _unclean(image: MetadataImage, default: bool) -> Callable[[str], bool]:
-    return lambda topic: partition_change.unclean_election_enabled(image, topic, default)
 
 
 def _without(
@@ -243,7 +239,7 @@ def _without(
         image,
         partition_change.partitions_with_replica_in_isr(image, broker_id),
         remove=broker_id,
-        unclean=_unclean(image, unclean_default),
+        unclean_default=unclean_default,
     )
 
 

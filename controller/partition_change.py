@@ -83,12 +83,13 @@ def leader_and_isr_updates(
     *,
     remove: int = NO_LEADER,
     add: int = NO_LEADER,
-    unclean: Callable[[str], bool] = lambda topic: False,
+    unclean_default: bool = False,
 ) -> list[ApiMessageAndVersion]:
     """The changes for ``partitions`` when broker ``remove`` leaves (fenced, shutting
     down, unregistered) or broker ``add`` may lead (being unfenced; the image does not
-    show it usable yet); ``unclean(topic)`` says whether the topic allows unclean
-    elections. Partitions that need no change get no record."""
+    show it usable yet). ``unclean_default`` is the controller's static
+    ``unclean.leader.election.enable``, for topics and clusters that do not set it.
+    Partitions that need no change get no record."""
     usable = set(image.usable_brokers())
 
     def acceptable(replica: int) -> bool:
@@ -96,7 +97,8 @@ def leader_and_isr_updates(
 
     records = []
     for topic, index, p in partitions:
-        change = election_change(p, acceptable, remove=remove, unclean=unclean(topic.name))
+        unclean = unclean_election_enabled(image, topic.name, unclean_default)
+        change = election_change(p, acceptable, remove=remove, unclean=unclean)
         if change:
             record = PartitionChangeRecord(topic_id=topic.topic_id, partition_id=index, **change)
             records.append(with_version(record))

@@ -191,7 +191,7 @@ _LOG_ROWS: list[ConfigDefinition] = [
     define("compression.zstd.level", INT, 3, MEDIUM,
            "Default compression.zstd.level for topics.", ZSTD_LEVELS, dynamic=True),
     define("unclean.leader.election.enable", BOOL, False, HIGH,
-           "Default unclean.leader.election.enable for topics.", dynamic=True),
+           "Default unclean.leader.election.enable for topics.", dynamic=True, used=True),
     # the log cleaner (compaction)
     define("log.cleaner.enable", BOOL, True, MEDIUM,
            "Whether the cleaner runs; compacted topics need it.", used=True),

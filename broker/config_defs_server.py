@@ -199,7 +199,7 @@ _ROWS: list[ConfigDefinition] = [
     define("delete.topic.enable", BOOL, True, HIGH,
            "Whether DeleteTopics is allowed.", used=True),
     define("controlled.shutdown.enable", BOOL, True, MEDIUM,
-           "Whether a stopping broker first moves its leaderships elsewhere."),
+           "Whether a stopping broker first moves its leaderships elsewhere.", used=True),
     define("authorizer.class.name", STR, "", LOW,
            "Authorizer plug-in class; empty means no authorization. millpond has no "
            "authorizer yet: any other value stops the start.", used=True),

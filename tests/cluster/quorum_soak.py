@@ -19,9 +19,7 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -48,7 +46,15 @@ from .metadata_history import (
     longest_gap,
     outage_around,
 )
-from .rig import CONTROLLER_PORT, Network, Node, QuorumView, node_overrides, quorum_leader
+from .rig import (
+    CONTROLLER_PORT,
+    Network,
+    Node,
+    QuorumView,
+    node_overrides,
+    quorum_leader,
+    run_in_hub,
+)
 
 CLUSTER_ID = "VDEyLXF1b3J1bS1zb2FrIQ"
 CONTROLLERS = (1, 2, 3)
@@ -330,29 +336,9 @@ def run_inside(prefix: str, work: Path, faults: int, seed: int) -> dict[str, Any
 
 def run(faults: int, seed: int, work: Path | None = None) -> dict[str, Any]:
     """The whole run: namespaces, the run inside the hub, teardown."""
-    prefix = f"mp{os.getpid() % 100000}"
-    network = Network(prefix, [*CONTROLLERS, *BROKERS])
-    with tempfile.TemporaryDirectory(prefix="t12-") as scratch:
-        root = work or Path(scratch)
-        root.mkdir(parents=True, exist_ok=True)
-        network.create()
-        try:
-            inner = subprocess.run(
-                [
-                    "ip", "netns", "exec", network.hub, sys.executable, "-m",
-                    "tests.cluster.quorum_soak", "--inside", prefix, "--work", str(root),
-                    "--faults", str(faults), "--seed", str(seed),
-                ],
-                capture_output=True, text=True, timeout=120 + faults * 60,
-                cwd=Path(__file__).resolve().parents[2],
-            )  # fmt: skip
-        finally:
-            network.destroy()
-        lines = inner.stdout.strip().splitlines()
-        if inner.returncode not in (0, 1) or not lines:
-            raise RuntimeError(f"the run failed ({inner.returncode}): {inner.stderr[-4000:]}")
-        report: dict[str, Any] = json.loads(lines[-1])
-        return report
+    network = Network(f"mp{os.getpid() % 100000}", [*CONTROLLERS, *BROKERS])
+    args = ["--faults", str(faults), "--seed", str(seed)]
+    return run_in_hub(network, "tests.cluster.quorum_soak", args, 120 + faults * 60, work)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

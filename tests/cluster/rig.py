@@ -11,17 +11,19 @@ goes when it is torn down; no rule ever touches the machine's own namespace.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from millpond.broker.quorum_config import node_properties
 from millpond.controller.image import MetadataImage
@@ -107,6 +109,22 @@ class Network:
 
     def heal(self, node_id: int) -> None:
         for rule in self._isolation_rules(node_id):
+            self.hub_exec("iptables", "-D", *rule)
+
+    def cut(self, pairs: Collection[tuple[int, int]]) -> list[list[str]]:
+        """Drop every packet between the nodes of each pair (both ways); the rules, for
+        :meth:`mend`. A partition that is not one node against the rest (a majority
+        split, a ring, a leader cut off from its followers only) is a set of pairs."""
+        rules = []
+        for a, b in pairs:
+            for src, dst in ((a, b), (b, a)):
+                rule = ["FORWARD", "-s", self.address(src), "-d", self.address(dst), "-j", "DROP"]
+                self.hub_exec("iptables", "-I", *rule)
+                rules.append(rule)
+        return rules
+
+    def mend(self, rules: Collection[list[str]]) -> None:
+        for rule in rules:
             self.hub_exec("iptables", "-D", *rule)
 
 
@@ -206,6 +224,34 @@ class Node:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def run_in_hub(
+    network: Network, module: str, args: Sequence[str], timeout_s: float, work: Path | None
+) -> dict[str, Any]:
+    """A fault run of ``module``: make the namespaces, run ``python -m module *args
+    --inside PREFIX --work DIR`` in the hub, tear everything down, and return the JSON
+    report it printed last (exit code 1 is a report with violations)."""
+    with tempfile.TemporaryDirectory(prefix=f"{network.prefix}-") as scratch:
+        root = work or Path(scratch)
+        root.mkdir(parents=True, exist_ok=True)
+        network.create()
+        try:
+            inner = subprocess.run(
+                [
+                    "ip", "netns", "exec", network.hub, sys.executable, "-m", module, *args,
+                    "--inside", network.prefix, "--work", str(root),
+                ],
+                capture_output=True, text=True, timeout=timeout_s,
+                cwd=Path(__file__).resolve().parents[2],
+            )  # fmt: skip
+        finally:
+            network.destroy()
+    lines = inner.stdout.strip().splitlines()
+    if inner.returncode not in (0, 1) or not lines:
+        raise RuntimeError(f"the run failed ({inner.returncode}): {inner.stderr[-4000:]}")
+    report: dict[str, Any] = json.loads(lines[-1])
+    return report
 
 
 def node_overrides(

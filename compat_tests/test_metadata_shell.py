@@ -1,4 +1,4 @@
-"""Kafka's metadata shell (``kafka-metadata-shell --snapshot``) reads millpond's metadata
+"""Kafka's metadata shell (its loader, image and ``ls``/``cat`` commands) reads millpond's metadata
 log and its snapshots: the topics, their partitions and configs, the registered broker and
 controller, as a single-node millpond wrote them."""
 
@@ -73,19 +73,28 @@ def _read_from(metadata_dir: Path, kind: str) -> Path:
 
 @pytest.mark.parametrize("kind", ["log", "snapshot"])
 def test_the_shell_reads_topics_partitions_and_configs(metadata_dir: Path, kind: str) -> None:
-    source = _read_from(metadata_dir, kind)
-    assert TOPICS.keys() <= _lines(metadata_shell(source, "ls", "/image/topics/byName"))
-    for name, count in TOPICS.items():
-        entries = _lines(metadata_shell(source, "ls", f"/image/topics/byName/{name}"))
-        assert entries == {"id", "name", *(str(p) for p in range(count))}, (name, entries)
-        partition = metadata_shell(source, "cat", f"/image/topics/byName/{name}/0")
+    commands = [["ls", "/image/topics/byName"]]
+    for name in TOPICS:
+        commands += [
+            ["ls", f"/image/topics/byName/{name}"],
+            ["cat", f"/image/topics/byName/{name}/0"],
+            ["cat", f"/image/configs/TOPIC:{name}/retention.ms"],
+        ]
+    topics, *outputs = metadata_shell(_read_from(metadata_dir, kind), *commands)
+    assert TOPICS.keys() <= _lines(topics)
+    per_topic = [outputs[i : i + 3] for i in range(0, len(outputs), 3)]
+    for (name, count), (entries, partition, config) in zip(TOPICS.items(), per_topic, strict=True):
+        assert _lines(entries) == {"id", "name", *(str(p) for p in range(count))}, (name, entries)
         assert "replicas=[1]" in partition and "leader=1" in partition, partition
-        config = metadata_shell(source, "cat", f"/image/configs/TOPIC:{name}/retention.ms")
         assert config.strip() == "123456", config
 
 
 @pytest.mark.parametrize("kind", ["log", "snapshot"])
 def test_the_shell_reads_the_broker_and_the_controller(metadata_dir: Path, kind: str) -> None:
-    source = _read_from(metadata_dir, kind)
-    assert _lines(metadata_shell(source, "ls", "/image/cluster/brokers")) == {"1"}
-    assert _lines(metadata_shell(source, "ls", "/image/cluster/controllers")) == {"1"}
+    brokers, controllers = metadata_shell(
+        _read_from(metadata_dir, kind),
+        ["ls", "/image/cluster/brokers"],
+        ["ls", "/image/cluster/controllers"],
+    )
+    assert _lines(brokers) == {"1"}
+    assert _lines(controllers) == {"1"}

@@ -80,20 +80,34 @@ def shell_cache_dir() -> Path:
     return Path(os.environ.get("MILLPOND_KAFKA_SHELL_CACHE", default))
 
 
-def metadata_shell(snapshot: str | os.PathLike[str], *command: str, timeout: float = 120.0) -> str:
-    """Run Kafka's ``kafka-metadata-shell --snapshot SNAPSHOT COMMAND`` (a metadata log
-    segment or a ``.checkpoint``) and return its stdout; :class:`ToolError` if it fails."""
+SHELL_LAUNCHER = HERE / "shell" / "LoadedShell.java"
+_SHELL_END = "--- end of command ---"
+
+
+def metadata_shell(
+    source: str | os.PathLike[str], *commands: Sequence[str], timeout: float = 120.0
+) -> list[str]:
+    """Run Kafka's metadata shell commands (``["ls", "/image/topics"]``, ...) on a metadata
+    log segment or a ``.checkpoint`` and return each command's output.
+
+    The shell's loader, image and commands run through shell/LoadedShell.java, which waits
+    until the shell holds the whole file: Kafka's own command line can run its command on an
+    empty or partial tree (LoadedShell.java says why). :class:`ToolError` if it fails.
+    """
     lib = shell_cache_dir() / "lib"
     jars = sorted(lib.glob("*.jar")) if lib.is_dir() else []
     if not jars:
         raise KafkaNotInstalledError(f"Kafka's metadata shell not found in {lib}: {INSTALL_HINT}")
-    args = ["--snapshot", str(snapshot), *command]
     classpath = os.pathsep.join(str(j) for j in jars)
-    java = _java(classpath, TOOL_JVM, TOOLS_LOG4J, "org.apache.kafka.shell.MetadataShell", *args)
-    result = subprocess.run(java, capture_output=True, text=True, timeout=timeout, check=False)
-    if result.returncode != 0:
-        raise ToolError(f"kafka-metadata-shell {' '.join(command)} failed", result)
-    return result.stdout
+    java = _java(classpath, TOOL_JVM, TOOLS_LOG4J, str(SHELL_LAUNCHER), str(source))
+    script = "".join(" ".join(command) + "\n" for command in commands)
+    result = subprocess.run(
+        java, input=script, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    outputs = result.stdout.split(_SHELL_END + "\n")
+    if result.returncode != 0 or len(outputs) != len(commands) + 1:
+        raise ToolError(f"kafka-metadata-shell on {source} failed", result)
+    return outputs[:-1]
 
 
 def install(timeout: float = 900.0) -> None:

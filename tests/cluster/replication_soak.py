@@ -13,8 +13,11 @@ throughout, while one scenario breaks the cluster:
   ``--unclean`` (and ``min.insync.replicas=1``) a follower outside the ISR is elected
   and what the isolated leader acknowledged alone is lost, as the checker must show;
 - ``t7``: ``--faults`` random faults (kill -9, SIGSTOP, network partitions: one node, a
-  partition leader, the active controller, a random majority split, a ring) with quiet
-  windows between them.
+  partition leader, the active controller, a random majority split, a ring; wall-clock
+  steps of up to 5 minutes either way on up to 3 nodes, and a node's clock strobing) with
+  quiet windows between them.
+
+Every node runs on a wall clock of its own (:mod:`tests.cluster.clocks`, libfaketime).
 
     python -m tests.cluster.replication_soak t7 --faults 100 --seconds 300   # as root
 
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .clocks import Clocks
 from .queue_checker import Report, Send, check, version_order
 from .queue_workload import Consumers, IsrMonitor, Producers, Sample, final_polls, metadata
 from .replica_logs import check_agreement, read_replica
@@ -72,6 +76,7 @@ class Run:
 
     network: Network
     nodes: dict[int, Node]
+    clocks: Clocks
     rng: random.Random
     monitor: IsrMonitor
     faults: dict[str, int] = field(default_factory=dict)
@@ -149,6 +154,20 @@ class Run:
         time.sleep(hold_s)
         self.network.mend(rules)
         self.fault(f"partition-{kind}", start)
+
+    def clock_bump(self, offsets: dict[int, float], hold_s: float) -> None:
+        start = time.monotonic()
+        for node_id, offset in offsets.items():
+            self.clocks.set(node_id, offset)
+        time.sleep(hold_s)
+        for node_id in offsets:
+            self.clocks.set(node_id, 0.0)
+        self.fault("clock-bump", start)
+
+    def clock_strobe(self, node_id: int, delta_s: float, hold_s: float) -> None:
+        start = time.monotonic()
+        self.clocks.strobe(node_id, delta_s, 0.1, hold_s, self.rng)
+        self.fault("clock-strobe", start)
 
 
 def _across(side: Sequence[int], others: Sequence[int]) -> set[tuple[int, int]]:
@@ -271,7 +290,7 @@ def t6(run: Run, faults: int, _seconds: float) -> None:
 
 
 def t7(run: Run, faults: int, seconds: float) -> None:
-    kinds = ("kill", "pause", "one", "leader", "controller", "majority", "ring")
+    kinds = ("kill", "pause", "one", "leader", "controller", "majority", "ring", "bump", "strobe")
     every = [*CONTROLLERS, *BROKERS]
     deadline = time.monotonic() + seconds
     for n in range(faults):
@@ -299,8 +318,14 @@ def t7(run: Run, faults: int, seconds: float) -> None:
         elif kind == "majority":
             shuffled = run.rng.sample(every, len(every))
             run.partition(kind, _across(shuffled[:2], shuffled[2:]), hold)
-        else:
+        elif kind == "ring":
             run.partition(kind, _ring(run.rng.sample(every, len(every))), hold)
+        elif kind == "bump":
+            moved = run.rng.sample(every, run.rng.randint(1, 3))
+            offsets = {i: run.rng.choice((-1, 1)) * run.rng.uniform(5, 300) for i in moved}
+            run.clock_bump(offsets, hold)
+        else:
+            run.clock_strobe(run.rng.choice(every), run.rng.uniform(0.2, 5.0), hold)
         time.sleep(run.rng.uniform(1.0, 3.0))  # a quiet window
     run.recover("after the last fault")
 
@@ -346,12 +371,13 @@ def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, A
     network = Network(prefix, [*CONTROLLERS, *BROKERS])
     voters = ",".join(f"{i}@{Network.address(i)}:9093" for i in CONTROLLERS)
     nodes: dict[int, Node] = {}
+    clocks = Clocks(work, [*CONTROLLERS, *BROKERS])
     for i in (*CONTROLLERS, *BROKERS):
         roles = "controller" if i in CONTROLLERS else "broker"
         data = work / f"node{i}"
         nodes[i] = Node(
             i, roles, network.namespace(i), Network.address(i), data, work / f"node{i}.log",
-            node_overrides(i, roles, voters, data, TIMERS),
+            node_overrides(i, roles, voters, data, TIMERS), clocks.env(i),
         )  # fmt: skip
     started = time.monotonic()
     for node in nodes.values():
@@ -359,7 +385,7 @@ def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, A
         node.start()
     for node in nodes.values():
         node.wait_listening(0)
-    run = Run(network, nodes, random.Random(args.seed), IsrMonitor(lambda: [], TOPIC))
+    run = Run(network, nodes, clocks, random.Random(args.seed), IsrMonitor(lambda: [], TOPIC))
     run.monitor.addresses = run.broker_addresses
     bootstrap = ",".join(f"{Network.address(b)}:9092" for b in BROKERS)
     min_isr = 1 if args.unclean else 2

@@ -139,6 +139,8 @@ class Node:
     data_dir: Path
     log_path: Path
     overrides: list[str]
+    #: Set in the environment of ``serve`` (a fake clock's, ...).
+    env: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     paused: bool = False
     _log: IO[bytes] | None = field(default=None, repr=False)
@@ -172,6 +174,7 @@ class Node:
             self.command("serve", *self._override_args()),
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
         )
         self.paused = False
 

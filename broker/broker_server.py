@@ -189,6 +189,7 @@ class BrokerServer:
             # The group coordinator loads and unloads __consumer_offsets partitions as
             # this broker gains and loses their leadership.
             self._publisher.add_leadership_listener(OFFSETS_TOPIC, self.groups)
+            self.replicas.on_high_watermark(OFFSETS_TOPIC, self.groups.on_high_watermark)
             if self._broker_epoch is not None:
                 self._publisher.start_following(self._replica_fetchers)
         return self._publisher
@@ -265,9 +266,10 @@ class BrokerServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.listeners.start()
+        await self.listeners.start(hold_brokers=self.broker_role)
         if self.broker_role:
             await self._start_broker_role()
+            await self.listeners.serve_brokers()
         control_port = self.config.get(CONTROL_PORT_KEY)
         if isinstance(control_port, int) and control_port >= 0:
             # Off by default: only brokers that serve it load http.server (about 3 MB).

@@ -110,6 +110,15 @@ class ReplicaManager:
         self.delayed_fetches: Purgatory[PartitionId] = Purgatory(waits)
         #: Where partition leaders' ISR changes go (None: nowhere yet, so none is made).
         self.isr_changes: IsrChangeSender | None = None
+        #: By topic: told (partition, high watermark) when a high watermark here moves
+        #: other than by an append (a coordinator, which asks after its own appends,
+        #: answers what its partition committed).
+        self._watermark_listeners: dict[str, Callable[[int, int], None]] = {}
+
+    def on_high_watermark(self, topic: str, listener: Callable[[int, int], None]) -> None:
+        """Tell ``listener`` (partition, high watermark) whenever one of ``topic``'s
+        high watermarks moves on this broker, other than by an append."""
+        self._watermark_listeners[topic] = listener
 
     def log_config(self, topic: str) -> LogConfig:
         """The topic's effective config: broker-level defaults overlaid by its own (the
@@ -168,6 +177,13 @@ class ReplicaManager:
         """The partition's high watermark moved: retry what waits on it."""
         self.delayed_produces.check_and_complete(key)
         self.delayed_fetches.check_and_complete(key)
+        self._tell_watermark(key)
+
+    def _tell_watermark(self, key: PartitionId) -> None:
+        listener = self._watermark_listeners.get(key[0])
+        known = self._partitions.get(key)
+        if listener is not None and known is not None:
+            listener(key[1], known.high_watermark)
 
     # -- replication ---------------------------------------------------------------------
 

@@ -245,7 +245,9 @@ class KafkaServer:
         port: int = sockname[1]
         return port
 
-    async def start(self) -> None:
+    async def start(self, *, serve: bool = True) -> None:
+        """Bind the listener's socket; accept connections too unless ``serve`` is False
+        (then :meth:`serve` does, later)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: KafkaConnection(
@@ -258,9 +260,14 @@ class KafkaServer:
             self._host or None,
             self._port,
             reuse_address=True,
+            start_serving=serve,
         )
         if self._idle_timeout_s > 0:
             self._reaper = loop.create_task(self._close_idle())
+
+    async def serve(self) -> None:
+        assert self._server is not None, "not started"
+        await self._server.start_serving()
 
     async def _close_idle(self) -> None:
         """``connections.max.idle.ms``: close connections with nothing in flight that
@@ -442,9 +449,18 @@ class Listeners:
                 )
         return out
 
-    async def start(self) -> None:
+    async def start(self, *, hold_brokers: bool = False) -> None:
+        """Bind every listener. The controller listeners serve at once; the broker
+        listeners too unless ``hold_brokers``, until :meth:`serve_brokers`: as Kafka's
+        broker, which serves clients only once it has caught up with the metadata, so
+        that no answer comes from a restarted broker's stale view."""
         for server in self.servers:
-            await server.start()
+            await server.start(serve=server.listener.controller or not hold_brokers)
+
+    async def serve_brokers(self) -> None:
+        for server in self.servers:
+            if not server.listener.controller:
+                await server.serve()
 
     async def stop(self) -> None:
         for server in self.servers:

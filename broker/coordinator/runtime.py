@@ -267,10 +267,14 @@ class CoordinatorRuntime(Generic[S, U]):
             return None
         return context
 
-    def complete_load(self, partition: int, epoch: int, *, failed: bool = False) -> bool:
-        """The loader read the whole partition (or, ``failed``, could not): the shard
-        serves requests from now on (or the partition answers NOT_COORDINATOR until a
-        newer load)."""
+    def complete_load(
+        self, partition: int, epoch: int, *, failed: bool = False, loaded_to: int = -1
+    ) -> bool:
+        """The loader read the whole partition, up to offset ``loaded_to`` (or,
+        ``failed``, could not): the shard serves requests from now on (or the partition
+        answers NOT_COORDINATOR until a newer load). A new leader's log may hold records
+        above the high watermark; what the shard answers waits until they are committed,
+        as it waits for its own writes."""
         context = self._loading(partition, epoch)
         if context is None:
             return False
@@ -278,7 +282,8 @@ class CoordinatorRuntime(Generic[S, U]):
             self._drop(context, PartitionState.FAILED)
             return True
         context.state = PartitionState.ACTIVE
-        context.last_written = context.last_committed = self._writer.committed_offset(partition)
+        context.last_committed = self._writer.committed_offset(partition)
+        context.last_written = max(context.last_committed, loaded_to)
         return True
 
     def unload(self, partition: int, epoch: int | None = None) -> bool:

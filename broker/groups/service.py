@@ -155,6 +155,12 @@ class GroupService:
 
     # -- leadership ------------------------------------------------------------------------
 
+    def on_high_watermark(self, partition: int, high_watermark: int) -> None:
+        """Followers caught up on ``partition``: answer what its high watermark covers."""
+        if self._runtime is not None:
+            self._runtime.on_committed(partition, high_watermark)
+            self.poke()
+
     def on_election(self, partition: int, leader_epoch: int) -> None:
         """This broker now leads ``partition`` of ``__consumer_offsets``: load it (an
         empty log at once, else in a task), unless that epoch is no news."""
@@ -291,7 +297,7 @@ class GroupService:
         topic = CreatableTopic(
             OFFSETS_TOPIC,
             self.partitions,
-            min(config.offsets_topic_replication_factor, 1),
+            config.offsets_topic_replication_factor,
             configs={
                 "cleanup.policy": "compact",
                 "compression.type": "producer",
@@ -300,7 +306,11 @@ class GroupService:
         )
         [result] = await self._broker.controller_channel.create_topics([topic])
         if result.error.code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-            log.error("creating %s failed: %s", OFFSETS_TOPIC, result.error.message)
+            log.error(
+                "creating %s failed: %s; groups have no coordinator until it can be created "
+                "(offsets.topic.replication.factor is %d)",
+                OFFSETS_TOPIC, result.error.message, config.offsets_topic_replication_factor,
+            )  # fmt: skip
         # Its partitions are loaded as the metadata publisher reports their leadership.
 
     # -- loading ---------------------------------------------------------------------------
@@ -319,6 +329,8 @@ class GroupService:
         runtime = self.runtime
         started = self.now_ms()
         offset, end, count = log_.log_start_offset, log_.log_end_offset, 0
+        # What a leader replays may reach past the high watermark; the runtime answers
+        # nothing until that is committed too.
         name = f"{OFFSETS_TOPIC}-{partition}"
         try:
             while offset < end:
@@ -349,7 +361,7 @@ class GroupService:
             log.error("%s: loading failed: %s", name, exc)
             runtime.complete_load(partition, epoch, failed=True)
             return
-        if runtime.complete_load(partition, epoch):
+        if runtime.complete_load(partition, epoch, loaded_to=offset):
             log.info("loaded %d records of %s in %d ms", count, name, self.now_ms() - started)
 
     # -- time ------------------------------------------------------------------------------

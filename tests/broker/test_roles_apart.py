@@ -9,9 +9,10 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
@@ -29,10 +30,31 @@ from .harness import served_on_thread
 CLUSTER_ID = "cG9uZC1yb2xlcy1hcGFydA"
 
 
+class _HeldUnfencing:
+    """The controller channel, but the broker's unfencing waits for ``gate``."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.gate = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def unfence_broker(self, broker_id: int, broker_epoch: int) -> Any:
+        await self.gate.wait()
+        return await self._inner.unfence_broker(broker_id, broker_epoch)
+
+
 @contextmanager
-def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer]:
+def roles_apart(
+    controller_dir: Path,
+    broker_dir: Path,
+    start: Callable[[BrokerServer, Any], Coroutine[Any, Any, None]] | None = None,
+) -> Iterator[BrokerServer]:
     """A controller role on ``controller_dir`` and a broker role on ``broker_dir``, on one
-    event loop in a thread; stopped (broker, then controller) on the way out."""
+    event loop in a thread; stopped (broker, then controller) on the way out. ``start``
+    (given the broker and its channel, whose unfencing it releases) starts the broker
+    instead of ``BrokerServer.start``."""
     loop = asyncio.new_event_loop()
     fs, clock, rng = OsFileSystem(), SystemClock(), random.Random(7)
     controller = ControllerServer(
@@ -43,21 +65,59 @@ def roles_apart(controller_dir: Path, broker_dir: Path) -> Iterator[BrokerServer
         env={},
     )[0]
     asyncio.set_event_loop(loop)
+    channel = controller.channel if start is None else _HeldUnfencing(controller.channel)
     broker = BrokerServer(
         config=config, data_dir=str(broker_dir), node_id=1, cluster_id=CLUSTER_ID,
         host="127.0.0.1", port=0, advertised=("127.0.0.1", None),
         max_request_bytes=config.socket_request_max_bytes,
         idle_ms=config.connections_max_idle_ms, auto_create_topics=True, routes=ROUTES,
-        fs=fs, clock=clock, rng=rng, channel=controller.channel, metadata=controller,
+        fs=fs, clock=clock, rng=rng, channel=channel, metadata=controller,
         quorum=controller,
         trace=None,
     )  # fmt: skip
     asyncio.set_event_loop(None)
     try:
-        with served_on_thread(loop, broker.start, broker.stop):
+        starting = broker.start if start is None else lambda: start(broker, channel)
+        with served_on_thread(loop, starting, broker.stop):
             yield broker
     finally:
         controller.close()
+
+
+def _dirs(root: Path) -> tuple[Path, Path]:
+    """The controller's directory and the broker's, made."""
+    controller_dir, broker_dir = root / "controller", root / "broker"
+    for d in (controller_dir, broker_dir):
+        os.makedirs(d)
+    return controller_dir, broker_dir
+
+
+def test_a_broker_serves_no_client_until_it_has_caught_up_and_is_unfenced(
+    tmp_path: Path,
+) -> None:
+    controller_dir, broker_dir = _dirs(tmp_path)
+    probes: list[str] = []
+
+    async def start(broker: BrokerServer, channel: _HeldUnfencing) -> None:
+        starting = asyncio.get_running_loop().create_task(broker.start())
+        while broker.listeners.primary._server is None:  # bound, not yet unfenced
+            await asyncio.sleep(0.01)
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+            writer.close()
+            probes.append("accepted while fenced")
+        except ConnectionRefusedError:
+            probes.append("refused while fenced")
+        channel.gate.set()
+        await starting
+
+    with roles_apart(controller_dir, broker_dir, start) as broker:
+        assert probes == ["refused while fenced"]
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{broker.port}")
+        try:
+            assert "__consumer_offsets" not in admin.list_topics()
+        finally:
+            admin.close()
 
 
 def _files(root: Path) -> set[str]:
@@ -67,9 +127,7 @@ def _files(root: Path) -> set[str]:
 def test_a_broker_role_serves_clients_with_its_controller_on_another_directory(
     tmp_path: Path,
 ) -> None:
-    controller_dir, broker_dir = tmp_path / "controller", tmp_path / "broker"
-    for d in (controller_dir, broker_dir):
-        os.makedirs(d)
+    controller_dir, broker_dir = _dirs(tmp_path)
     values = [b"v%d" % i for i in range(50)]
     with roles_apart(controller_dir, broker_dir) as broker:
         bootstrap = f"127.0.0.1:{broker.port}"

@@ -16,10 +16,8 @@ everything down. Every loop is bounded in count and time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -54,6 +52,7 @@ from .rig import (
     node_overrides,
     quorum_leader,
     run_in_hub,
+    soak_main,
 )
 
 CLUSTER_ID = "VDEyLXF1b3J1bS1zb2FrIQ"
@@ -345,15 +344,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--faults", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--work", type=Path, help="keep the nodes' data and logs here")
-    parser.add_argument("--inside", metavar="PREFIX", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.inside:
-        report = run_inside(args.inside, args.work, args.faults, args.seed)
-    else:
-        report = run(args.faults, args.seed, args.work)
-    sys.stdout.write(json.dumps(report) + "\n")
-    return 1 if report["violations"] else 0
+    return soak_main(
+        parser, argv, lambda a: run_inside(a.inside, a.work, a.faults, a.seed),
+        lambda a: run(a.faults, a.seed, a.work),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -30,12 +30,10 @@ read, and the longest stretch without an acknowledged send. It exits 1 on a viol
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,15 @@ from .clocks import Clocks
 from .queue_checker import Report, Send, check, version_order
 from .queue_workload import Consumers, IsrMonitor, Producers, Sample, final_polls, metadata
 from .replica_logs import check_agreement, read_replica
-from .rig import CONTROLLER_PORT, Network, Node, node_overrides, quorum_leader, run_in_hub
+from .rig import (
+    CONTROLLER_PORT,
+    Network,
+    Node,
+    node_overrides,
+    quorum_leader,
+    run_in_hub,
+    soak_main,
+)
 
 CLUSTER_ID = "UmVwbGljYXRpb24tc29haw"
 CONTROLLERS = (1, 2, 3)
@@ -367,29 +373,43 @@ def longest_send_gap(sends: Sequence[Send], begin: float, end: float) -> float:
     return max(b - a for a, b in zip(points, points[1:], strict=False))
 
 
-def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+def start_cluster(
+    prefix: str, work: Path, seed: int, extra: Mapping[str, object] | None = None
+) -> Run:
+    """The 3 controllers and 3 brokers, formatted, started and listening (``extra``:
+    settings over :data:`TIMERS`)."""
     network = Network(prefix, [*CONTROLLERS, *BROKERS])
     voters = ",".join(f"{i}@{Network.address(i)}:9093" for i in CONTROLLERS)
     nodes: dict[int, Node] = {}
     clocks = Clocks(work, [*CONTROLLERS, *BROKERS])
+    settings = {**TIMERS, **(extra or {})}
     for i in (*CONTROLLERS, *BROKERS):
         roles = "controller" if i in CONTROLLERS else "broker"
         data = work / f"node{i}"
         nodes[i] = Node(
             i, roles, network.namespace(i), Network.address(i), data, work / f"node{i}.log",
-            node_overrides(i, roles, voters, data, TIMERS), clocks.env(i),
+            node_overrides(i, roles, voters, data, settings), clocks.env(i),
         )  # fmt: skip
-    started = time.monotonic()
     for node in nodes.values():
         node.format(CLUSTER_ID)
         node.start()
     for node in nodes.values():
         node.wait_listening(0)
-    run = Run(network, nodes, clocks, random.Random(args.seed), IsrMonitor(lambda: [], TOPIC))
+    run = Run(network, nodes, clocks, random.Random(seed), IsrMonitor(lambda: [], TOPIC))
     run.monitor.addresses = run.broker_addresses
-    bootstrap = ",".join(f"{Network.address(b)}:9092" for b in BROKERS)
+    return run
+
+
+BOOTSTRAP = ",".join(f"{Network.address(b)}:9092" for b in BROKERS)
+
+
+def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    run = start_cluster(prefix, work, args.seed)
+    nodes = run.nodes
+    bootstrap = BOOTSTRAP
     min_isr = 1 if args.unclean else 2
-    _create_topic(bootstrap, min_isr, args.unclean)
+    create_topic(bootstrap, min_isr, args.unclean)
     run.recover("the topic's creation")
     producers = Producers(bootstrap, TOPIC, PARTITIONS, 2, args.rate, args.seed)
     consumers = Consumers(bootstrap, TOPIC, PARTITIONS, 2)
@@ -460,7 +480,9 @@ def _findings(report: Report) -> list[str]:
     return [f"{kind}: {found[0]}" for kind, found in report.anomalies().items() if found]
 
 
-def _create_topic(bootstrap: str, min_isr: int, unclean: bool) -> None:
+def create_topic(
+    bootstrap: str, min_isr: int, unclean: bool = False, partitions: int = PARTITIONS
+) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic  # noqa: PLC0415 (a test client)
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
@@ -469,7 +491,7 @@ def _create_topic(bootstrap: str, min_isr: int, unclean: bool) -> None:
             "min.insync.replicas": str(min_isr),
             "unclean.leader.election.enable": str(unclean).lower(),
         }
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, topic_configs=configs)])
+        admin.create_topics([NewTopic(TOPIC, partitions, 3, topic_configs=configs)])
     finally:
         admin.close()
 
@@ -502,18 +524,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rate", type=float, default=300, help="sends per second, in all")
     parser.add_argument("--unclean", action="store_true", help="t6 with unclean election")
-    parser.add_argument("--work", type=Path, help="keep the nodes' data and logs here")
-    parser.add_argument("--inside", metavar="PREFIX", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.inside:
-        report = run_inside(args.inside, args.work, args)
-    else:
-        report = run(
-            args.scenario, args.faults, args.seconds, seed=args.seed, unclean=args.unclean,
-            rate=args.rate, work=args.work,
-        )  # fmt: skip
-    sys.stdout.write(json.dumps(report) + "\n")
-    return 1 if report["violations"] else 0
+    return soak_main(
+        parser, argv, lambda a: run_inside(a.inside, a.work, a),
+        lambda a: run(
+            a.scenario, a.faults, a.seconds, seed=a.seed, unclean=a.unclean, rate=a.rate,
+            work=a.work,
+        ),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

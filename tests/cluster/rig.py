@@ -10,6 +10,7 @@ goes when it is torn down; no rule ever touches the machine's own namespace.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -255,6 +256,23 @@ def run_in_hub(
         raise RuntimeError(f"the run failed ({inner.returncode}): {inner.stderr[-4000:]}")
     report: dict[str, Any] = json.loads(lines[-1])
     return report
+
+
+def soak_main(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    inside: Callable[[argparse.Namespace], dict[str, Any]],
+    outside: Callable[[argparse.Namespace], dict[str, Any]],
+) -> int:
+    """A fault run's command line: ``parser`` plus ``--work`` and the hidden
+    ``--inside``; run inside the hub or from outside it, print the JSON report, and exit
+    1 if it holds violations."""
+    parser.add_argument("--work", type=Path, help="keep the nodes' data and logs here")
+    parser.add_argument("--inside", metavar="PREFIX", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    report = inside(args) if args.inside else outside(args)
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 1 if report["violations"] else 0
 
 
 def node_overrides(

@@ -305,6 +305,22 @@ def test_a_loaded_partition_starts_from_the_committed_offset() -> None:
     assert answer(done) == "put a"
 
 
+def test_a_new_leader_answers_nothing_until_what_it_replayed_is_committed() -> None:
+    # It replayed 9 records; its followers hold 7 so far (the high watermark).
+    parts = Partitions(logs={0: [(b"old", b"0")] * 9}, committed={0: 7})
+    rt = runtime(parts)
+    assert rt.load(0, 1)
+    assert rt.replay(0, 1, [("a", 1)])
+    assert rt.complete_load(0, 1, loaded_to=9)
+    read = rt.read(0, lambda s: f"a={s.values['a']}")
+    empty = rt.write(0, lambda s: CoordinatorResult((), "ok"))
+    assert (answer(read), answer(empty)) == (None, None)
+    rt.on_committed(0, 8)
+    assert (answer(read), answer(empty)) == (None, None)
+    rt.on_committed(0, 9)
+    assert (answer(read), answer(empty)) == ("a=1", "ok")
+
+
 def test_what_a_failing_operation_wrote_before_it_failed_still_gets_answered() -> None:
     parts = Partitions(auto_commit=True)
     rt = active(parts, 0)

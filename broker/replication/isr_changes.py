@@ -173,6 +173,9 @@ class IsrChangeSender:
             except ConnectionError as exc:
                 _log.info("AlterPartition not answered: %s; sending it again", exc)
                 answer = None
+            except Exception:  # noqa: BLE001 (a bug must not stop every ISR change for good)
+                _log.exception("AlterPartition failed; sending it again")
+                answer = None
             if answer is not None and answer[0].is_failure:
                 _log.info("AlterPartition refused: %s; sending it again", answer[0].message)
             outcomes = self.queue.answered(answer)

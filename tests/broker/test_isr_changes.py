@@ -5,14 +5,15 @@ leader does, as Kafka's leader handles AlterPartition errors."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import cast
 
 import pytest
 
 from millpond.broker.partition import Partition
-from millpond.broker.replication.isr_changes import IsrChangeQueue, outcome_of
+from millpond.broker.replication.isr_changes import IsrChangeQueue, IsrChangeSender, outcome_of
 from millpond.broker.replication.leader import IsrProposal
-from millpond.controller.alter_partition import PartitionResult
+from millpond.controller.alter_partition import AlterPartitionAnswer, PartitionResult
 from millpond.controller.results import NO_ERROR, ApiError
 from millpond.wire.errors import ErrorCode
 
@@ -82,3 +83,26 @@ def test_an_answer_refused_whole_or_lost_keeps_everything_queued() -> None:
 )
 def test_each_answer_tells_the_leader_what_to_do(code: ErrorCode, action: str) -> None:
     assert outcome_of(PartitionResult(0, ApiError(code))).action == action
+
+
+def test_a_send_that_fails_unexpectedly_is_sent_again() -> None:
+    calls: list[object] = []
+    actions: list[str] = []
+
+    async def send(request: object) -> AlterPartitionAnswer:
+        calls.append(request)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the send")
+        return NO_ERROR, [(bytes([1]) * 16, [PartitionResult(0, NO_ERROR)])]
+
+    async def run() -> None:
+        sender = IsrChangeSender(send, lambda _p, _pr, a, _r: actions.append(a), lambda: 9, 1)
+        sender.submit(leader(1, 0), PROPOSAL)
+        for _ in range(100):
+            if actions:
+                break
+            await asyncio.sleep(0.01)
+        await sender.close()
+
+    asyncio.run(run())
+    assert (len(calls), actions) == (2, ["taken"])

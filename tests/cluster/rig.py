@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -235,26 +236,34 @@ def run_in_hub(
 ) -> dict[str, Any]:
     """A fault run of ``module``: make the namespaces, run ``python -m module *args
     --inside PREFIX --work DIR`` in the hub, tear everything down, and return the JSON
-    report it printed last (exit code 1 is a report with violations)."""
-    with tempfile.TemporaryDirectory(prefix=f"{network.prefix}-") as scratch:
-        root = work or Path(scratch)
-        root.mkdir(parents=True, exist_ok=True)
-        network.create()
-        try:
-            inner = subprocess.run(
-                [
-                    "ip", "netns", "exec", network.hub, sys.executable, "-m", module, *args,
-                    "--inside", network.prefix, "--work", str(root),
-                ],
-                capture_output=True, text=True, timeout=timeout_s,
-                cwd=Path(__file__).resolve().parents[2],
-            )  # fmt: skip
-        finally:
-            network.destroy()
+    report it printed last (exit code 1 is a report with violations). Without ``work``
+    the nodes' files go with the run, unless it found violations or failed: then they
+    stay, and the report's ``kept`` (or the error) says where."""
+    root = work or Path(tempfile.mkdtemp(prefix=f"{network.prefix}-"))
+    root.mkdir(parents=True, exist_ok=True)
+    network.create()
+    try:
+        inner = subprocess.run(
+            [
+                "ip", "netns", "exec", network.hub, sys.executable, "-m", module, *args,
+                "--inside", network.prefix, "--work", str(root),
+            ],
+            capture_output=True, text=True, timeout=timeout_s,
+            cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+    finally:
+        network.destroy()
     lines = inner.stdout.strip().splitlines()
     if inner.returncode not in (0, 1) or not lines:
-        raise RuntimeError(f"the run failed ({inner.returncode}): {inner.stderr[-4000:]}")
+        raise RuntimeError(
+            f"the run failed ({inner.returncode}; the nodes' files are in {root}): "
+            f"{inner.stderr[-4000:]}"
+        )
     report: dict[str, Any] = json.loads(lines[-1])
+    if report.get("violations"):
+        report["kept"] = str(root)
+    elif work is None:
+        shutil.rmtree(root, ignore_errors=True)
     return report
 
 

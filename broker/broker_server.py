@@ -287,6 +287,7 @@ class BrokerServer:
                 self.node_id,
                 self.listeners.endpoints(),
                 [i for i in directory_ids if i is not None],
+                manager.previous_broker_epoch(),
             )
         except ConnectionError as exc:  # no active controller answered
             raise RegistrationError(f"broker {self.node_id} could not register: {exc}") from exc
@@ -364,6 +365,7 @@ class BrokerServer:
         await self.listeners.stop()
         await asyncio.gather(*(conn.closed() for conn in list(self.connections)))
         self.replicas.shutdown()  # producer state snapshots at each log end
-        self.log_manager.shutdown()
+        # The marker names this epoch: the next registration says it stopped cleanly.
+        self.log_manager.shutdown(-1 if self._broker_epoch is None else self._broker_epoch)
         if self.trace is not None:
             self.trace.close()

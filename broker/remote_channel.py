@@ -97,7 +97,11 @@ class RemoteControllerChannel:
         self._unfenced: asyncio.Future[None] | None = None
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
+        self,
+        broker_id: int,
+        endpoints: Sequence[BrokerEndpoint],
+        log_dirs: Sequence[bytes] = (),
+        previous_broker_epoch: int = -1,
     ) -> BrokerRegistrationResult:
         me = self._identity
 
@@ -119,6 +123,7 @@ class RemoteControllerChannel:
                 ],
                 rack=me.rack,
                 log_dirs=list(log_dirs),
+                previous_broker_epoch=previous_broker_epoch,
             )
 
         loop = asyncio.get_running_loop()

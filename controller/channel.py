@@ -91,9 +91,14 @@ class ControllerChannel(Protocol):
     forwarded there in an Envelope.)"""
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
+        self,
+        broker_id: int,
+        endpoints: Sequence[BrokerEndpoint],
+        log_dirs: Sequence[bytes] = (),
+        previous_broker_epoch: int = -1,
     ) -> BrokerRegistrationResult:
-        """``log_dirs``: the directory ids of the broker's log directories."""
+        """``log_dirs``: the directory ids of the broker's log directories;
+        ``previous_broker_epoch``: the epoch it last stopped cleanly in (-1: a crash)."""
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError: ...
 
@@ -140,10 +145,16 @@ class LocalControllerChannel:
         return result.response
 
     async def register_broker(
-        self, broker_id: int, endpoints: Sequence[BrokerEndpoint], log_dirs: Sequence[bytes] = ()
+        self,
+        broker_id: int,
+        endpoints: Sequence[BrokerEndpoint],
+        log_dirs: Sequence[bytes] = (),
+        previous_broker_epoch: int = -1,
     ) -> BrokerRegistrationResult:
         return await self.submit(
-            lambda c: c.register_broker(broker_id, endpoints, log_dirs=log_dirs)
+            lambda c: c.register_broker(
+                broker_id, endpoints, log_dirs=log_dirs, previous_broker_epoch=previous_broker_epoch
+            )
         )
 
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> ApiError:

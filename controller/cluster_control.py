@@ -76,6 +76,8 @@ class BrokerRegistrationRequest(NamedTuple):
     #: (feature, min level, max level) the broker supports.
     features: Sequence[tuple[str, int, int]] = ()
     log_dirs: Sequence[bytes] = ()
+    #: The broker epoch it last stopped cleanly in; -1 when it did not (a crash).
+    previous_broker_epoch: int = -1
 
 
 class BrokerRegistrationResult(NamedTuple):
@@ -96,10 +98,14 @@ def register_broker(
     next_offset: int,
     live_session: bool,
     kraft_version: int = 0,
+    unclean_default: bool = False,
 ) -> ControllerResult[BrokerRegistrationResult]:
     """Register (or re-register) a broker; ``next_offset`` is where the record will land
     (it becomes the broker epoch); ``live_session``: the registered broker of that id was
-    heard from within its session timeout."""
+    heard from within its session timeout. A broker that comes back without having
+    stopped cleanly in its registered epoch (it crashed, perhaps losing what it had not
+    flushed) first leaves every ISR and its leaderships, as if fenced (Kafka's
+    ``handleBrokerUncleanShutdown``): it leads again only after catching up."""
     if request.cluster_id != image.cluster_id:
         return _refuse(
             ErrorCode.INCONSISTENT_CLUSTER_ID,
@@ -126,8 +132,11 @@ def register_broker(
             log_dirs=tuple(request.log_dirs),
         )
     )
+    crashed = existing is not None and request.previous_broker_epoch != existing.broker_epoch
+    moved = _without(image, request.broker_id, unclean_default) if crashed else []
     return ControllerResult(
-        (with_version(record),), BrokerRegistrationResult(NO_ERROR, next_offset)
+        (*moved, with_version(record)),
+        BrokerRegistrationResult(NO_ERROR, next_offset),
     )
 
 

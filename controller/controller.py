@@ -402,9 +402,11 @@ class QuorumController:
         features: Sequence[tuple[str, int, int]] | None = None,
         cluster_id: str | None = None,
         log_dirs: Sequence[bytes] = (),
+        previous_broker_epoch: int = -1,
     ) -> ControllerResult[BrokerRegistrationResult]:
         """BrokerRegistration: ``response.broker_epoch`` on success. The broker starts
-        fenced; call :meth:`unfence_broker` once it has caught up."""
+        fenced; call :meth:`unfence_broker` once it has caught up.
+        ``previous_broker_epoch``: the epoch it stopped cleanly in (-1: it did not)."""
         if incarnation_id is None:
             incarnation_id = self._rng.getrandbits(128).to_bytes(16, "big")
         if features is None:
@@ -418,6 +420,7 @@ class QuorumController:
             rack=rack,
             features=features,
             log_dirs=log_dirs,
+            previous_broker_epoch=previous_broker_epoch,
         )
         self._check_active()
         result = cluster_control.register_broker(
@@ -426,6 +429,7 @@ class QuorumController:
             next_offset=self._raft.end_offset,
             live_session=self._has_session(broker_id),
             kraft_version=self._raft.kraft_version,
+            unclean_default=self.config.unclean_leader_election_enable,
         )
         if result.response.error.is_success:
             self._contact[broker_id] = self._clock.monotonic_ms()

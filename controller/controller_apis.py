@@ -73,6 +73,7 @@ async def _register(
                 features=features,
                 cluster_id=request.cluster_id,
                 log_dirs=[bytes(d) for d in request.log_dirs],
+                previous_broker_epoch=request.previous_broker_epoch,
             )
         )
     except NotControllerError:

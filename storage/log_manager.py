@@ -637,6 +637,16 @@ class LogManager:
 
     # -- shutdown ------------------------------------------------------------------------
 
+    def previous_broker_epoch(self) -> int:
+        """The broker epoch every log directory's clean-shutdown marker names; -1 when
+        one had none (the broker crashed) or they disagree (Kafka's
+        ``readBrokerEpochFromCleanShutdownFiles``)."""
+        epochs = {d.clean_shutdown_broker_epoch for d in self._dirs}
+        if len(epochs) != 1:
+            return -1
+        [epoch] = epochs
+        return -1 if epoch is None else epoch
+
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and close every open log, write each directory's checkpoints, then its
         clean-shutdown marker. A directory where a log failed to close, or a checkpoint

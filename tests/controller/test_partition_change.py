@@ -140,3 +140,22 @@ def test_unregistering_a_broker_moves_its_leaderships() -> None:
         (2, (2, 3)),
         (3, (3,)),
     ]
+
+
+def test_a_broker_back_from_a_crash_leaves_the_isr_and_leads_again_once_caught_up() -> None:
+    cluster = Cluster()
+    before = cluster.partition(0)  # led by 1, ISR (1, 2, 3)
+    incarnation = cluster.image.brokers[1].incarnation_id
+    # Back after a clean stop in its epoch: nothing moves.
+    clean = cluster.controller.register_broker(
+        1, [], incarnation_id=incarnation, previous_broker_epoch=cluster.epochs[1]
+    )
+    assert clean.response.error.is_success
+    assert (cluster.partition(0).leader, cluster.partition(0).isr) == (1, (1, 2, 3))
+    cluster.epochs[1] = clean.response.broker_epoch
+    # Back without a clean stop (-1): out of every ISR, its leaderships moved.
+    crashed = cluster.controller.register_broker(1, [], incarnation_id=incarnation)
+    assert crashed.response.error.is_success
+    led = cluster.partition(0)
+    assert (led.leader, led.isr, led.leader_epoch) == (2, (2, 3), before.leader_epoch + 1)
+    assert 1 not in cluster.partition(1).isr

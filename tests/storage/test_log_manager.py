@@ -103,7 +103,7 @@ def test_clean_shutdown_then_lazy_start_reads_nothing() -> None:
     }  # fmt: skip
     fs.log_bytes_read[0] = 0
     lm = manager(fs)
-    assert lm.had_clean_shutdown(D1)
+    assert lm.had_clean_shutdown(D1) and lm.previous_broker_epoch() == 42
     assert not fs.exists(join(D1, CLEAN_SHUTDOWN_FILE))  # taken at start (KAFKA-10471)
     assert list(lm.opened_logs()) == [] and len(lm) == 3
     assert fs.log_bytes_read[0] == 0
@@ -188,7 +188,9 @@ def test_crash_while_loading_counts_as_unclean() -> None:
     assert fs.exists(join(D1, CLEAN_SHUTDOWN_FILE))
     manager(fs)  # the process dies here without shutting down
     fs.crash()
-    assert not manager(fs).had_clean_shutdown(D1)
+    after_crash = manager(fs)
+    assert not after_crash.had_clean_shutdown(D1)
+    assert after_crash.previous_broker_epoch() == -1  # what the registration tells the controller
 
 
 # -- identity and layout -----------------------------------------------------------------

@@ -56,7 +56,7 @@ class LeadershipListener(Protocol):
 
     def on_election(self, partition: int, leader_epoch: int) -> None: ...
 
-    def on_resignation(self, partition: int, leader_epoch: int) -> None: ...
+    def on_resignation(self, partition: int, leader_epoch: int | None) -> None: ...
 
 
 class LocalChanges(NamedTuple):
@@ -68,8 +68,9 @@ class LocalChanges(NamedTuple):
     added: list[tuple[TopicImage, int]]
     #: (topic name, partition, leader epoch) this broker leads with a new epoch.
     elected: list[tuple[str, int, int]]
-    #: (topic name, partition, leader epoch it last led in) it no longer leads.
-    resigned: list[tuple[str, int, int]]
+    #: (topic name, partition, the leader epoch that ended its leadership, None if the
+    #: partition is gone) it no longer leads.
+    resigned: list[tuple[str, int, int | None]]
     #: Names of topics that still exist and whose configs changed.
     reconfigured: list[str]
     #: (topic, partition, leader, leader epoch) this broker follows with a new leader or
@@ -78,6 +79,11 @@ class LocalChanges(NamedTuple):
     #: (topic id, partition) this broker followed and no longer fetches: it leads it, or
     #: it has no leader.
     unfollowed: list[tuple[bytes, int]] = []
+
+
+def _epoch_after(topic: TopicImage | None, index: int) -> int | None:
+    partition = None if topic is None else topic.partitions.get(index)
+    return None if partition is None else partition.leader_epoch
 
 
 def local_changes(
@@ -95,7 +101,7 @@ def local_changes(
     removed: list[tuple[str, list[int]]] = []
     added: list[tuple[TopicImage, int]] = []
     elected: list[tuple[str, int, int]] = []
-    resigned: list[tuple[str, int, int]] = []
+    resigned: list[tuple[str, int, int | None]] = []
     followed: list[tuple[TopicImage, int, int, int]] = []
     unfollowed: list[tuple[bytes, int]] = []
     if base.topics_by_id is not image.topics_by_id:
@@ -119,8 +125,11 @@ def local_changes(
                     or node_id not in new.partitions[i].replicas
                 )
             ]
+            # With the leader epoch that ended this broker's leadership (None: the
+            # partition is gone), as Kafka's onResignation: a coordinator unloads what it
+            # loaded in any earlier epoch.
             resigned.extend(
-                (old.name, i, p.leader_epoch)
+                (old.name, i, _epoch_after(new, i))
                 for i, p in sorted(old.partitions.items())
                 if p.leader == node_id
                 and (new is None or i not in new.partitions or new.partitions[i].leader != node_id)

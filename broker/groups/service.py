@@ -329,8 +329,6 @@ class GroupService:
         runtime = self.runtime
         started = self.now_ms()
         offset, end, count = log_.log_start_offset, log_.log_end_offset, 0
-        # What a leader replays may reach past the high watermark; the runtime answers
-        # nothing until that is committed too.
         name = f"{OFFSETS_TOPIC}-{partition}"
         try:
             while offset < end:
@@ -361,6 +359,8 @@ class GroupService:
             log.error("%s: loading failed: %s", name, exc)
             runtime.complete_load(partition, epoch, failed=True)
             return
+        # What a new leader replayed may reach past the high watermark; the runtime
+        # answers nothing until that is committed too.
         if runtime.complete_load(partition, epoch, loaded_to=offset):
             log.info("loaded %d records of %s in %d ms", count, name, self.now_ms() - started)
 

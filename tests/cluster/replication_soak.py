@@ -407,12 +407,11 @@ def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, A
     started = time.monotonic()
     run = start_cluster(prefix, work, args.seed)
     nodes = run.nodes
-    bootstrap = BOOTSTRAP
     min_isr = 1 if args.unclean else 2
-    create_topic(bootstrap, min_isr, args.unclean)
+    create_topic(BOOTSTRAP, min_isr, args.unclean)
     run.recover("the topic's creation")
-    producers = Producers(bootstrap, TOPIC, PARTITIONS, 2, args.rate, args.seed)
-    consumers = Consumers(bootstrap, TOPIC, PARTITIONS, 2)
+    producers = Producers(BOOTSTRAP, TOPIC, PARTITIONS, 2, args.rate, args.seed)
+    consumers = Consumers(BOOTSTRAP, TOPIC, PARTITIONS, 2)
     run.monitor.start()
     producers.start()
     consumers.start()
@@ -428,7 +427,7 @@ def run_inside(prefix: str, work: Path, args: argparse.Namespace) -> dict[str, A
         consumers.stopping.set()
         consumers.join(timeout=60)
     run.recover("the end of the run")
-    final, ends = final_polls(bootstrap, TOPIC, PARTITIONS, process=len(BROKERS) + 100)
+    final, ends = final_polls(BOOTSTRAP, TOPIC, PARTITIONS, process=len(BROKERS) + 100)
     isrs = {p: li[1] for p, li in (metadata(run.broker_addresses()[0], TOPIC) or {}).items()}
     run.monitor.stopping.set()
     run.monitor.join(timeout=10)

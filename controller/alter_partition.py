@@ -19,7 +19,10 @@ Then each partition, in Kafka's order of checks:
 A valid change writes a PartitionChangeRecord with the ISR as the request orders it
 (an ISR with the same members in another order is a change, as Kafka compares lists)
 and the leader recovery state when it differs; the same ISR and state write nothing.
-The answer is the partition as it is after the change. Pure functions of the image.
+An ISR that now holds every replica a reassignment adds completes it in the same record
+(:func:`~millpond.controller.partition_change.build_change`): when that moves the
+leadership away from the sender, its answer is NEW_LEADER_ELECTED. Otherwise the
+answer is the partition as it is after the change. Pure functions of the image.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import NamedTuple
 
 from millpond.controller.cluster_control import check_broker_epoch
 from millpond.controller.image import LeaderRecoveryState, MetadataImage, PartitionRegistration
+from millpond.controller.partition_change import build_change
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -102,25 +106,32 @@ def alter_partition(
             if refusal is not None or current is None:
                 results.append(PartitionResult(change.partition_index, refusal or NO_ERROR))
                 continue
-            record = _record(topic_id, current, change)
+            fields = build_change(
+                current,
+                set(image.usable_brokers()).__contains__,
+                isr=[m.broker_id for m in change.new_isr],
+                recovery=change.leader_recovery_state,
+            )
             after = current
-            if record is not None:
-                records.append(with_version(record))
-                after = current._replace(
-                    isr=tuple(record.isr) if record.isr is not None else current.isr,
-                    partition_epoch=current.partition_epoch + 1,
-                    leader_recovery_state=(
-                        current.leader_recovery_state
-                        if record.leader_recovery_state == -1
-                        else record.leader_recovery_state
-                    ),
+            if fields:
+                record = PartitionChangeRecord(
+                    topic_id=topic_id, partition_id=change.partition_index, **fields
                 )
+                records.append(with_version(record))
+                after = current.merge(record)
+                if after.leader != request.broker_id:
+                    results.append(PartitionResult(change.partition_index, _NEW_LEADER))
+                    continue
             results.append(PartitionResult(change.partition_index, NO_ERROR, after))
         answers.append((topic_id, results))
     return ControllerResult(tuple(records), (NO_ERROR, answers))
 
 
 _UNKNOWN_TOPIC_ID = ApiError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+_NEW_LEADER = ApiError(
+    ErrorCode.NEW_LEADER_ELECTED,
+    "The change completed a reassignment that moved the leadership to another replica.",
+)
 _UNKNOWN_PARTITION = ApiError(
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
 )
@@ -193,20 +204,3 @@ def _refusal(
             f"Broker {member.broker_id} cannot be in the ISR: it {why}.",
         )
     return None
-
-
-def _record(
-    topic_id: bytes, current: PartitionRegistration, change: IsrChange
-) -> PartitionChangeRecord | None:
-    isr = [m.broker_id for m in change.new_isr]
-    new_isr = None if tuple(isr) == current.isr else isr
-    recovery = change.leader_recovery_state
-    new_recovery = -1 if recovery == current.leader_recovery_state else recovery
-    if new_isr is None and new_recovery == -1:
-        return None
-    return PartitionChangeRecord(
-        topic_id=topic_id,
-        partition_id=change.partition_index,
-        isr=new_isr,
-        leader_recovery_state=new_recovery,
-    )

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from millpond.controller.image import BrokerEndpoint, ConfigResource, MetadataImage
     from millpond.controller.leader_election import ElectionType, TopicElection
     from millpond.controller.raft.keys import Endpoint
+    from millpond.controller.reassignment import (
+        OngoingReassignment,
+        ReassignmentOutcomes,
+        TopicReassignment,
+    )
     from millpond.controller.replication_control import (
         CreatableTopic,
         CreatePartitionsResult,
@@ -187,6 +192,18 @@ class LocalControllerChannel:
         requested: Sequence[tuple[str, Sequence[int]]] | None,
     ) -> list[TopicElection]:
         return await self.submit(lambda c: c.elect_leaders(election, requested))
+
+    async def alter_partition_reassignments(
+        self, topics: Sequence[TopicReassignment], *, allow_rf_change: bool = True
+    ) -> ReassignmentOutcomes:
+        return await self.submit(
+            lambda c: c.alter_partition_reassignments(topics, allow_rf_change=allow_rf_change)
+        )
+
+    async def list_partition_reassignments(
+        self, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[OngoingReassignment]:
+        return await self.submit(lambda c: c.list_partition_reassignments(topics))
 
     async def alter_configs(
         self,

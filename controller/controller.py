@@ -48,7 +48,13 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
-from millpond.controller import alter_partition, cluster_control, config_control, feature_control
+from millpond.controller import (
+    alter_partition,
+    cluster_control,
+    config_control,
+    feature_control,
+    reassignment,
+)
 from millpond.controller.cluster_control import (
     PRODUCER_ID_BLOCK_SIZE,
     BrokerHeartbeatRequest,
@@ -90,6 +96,11 @@ from millpond.wire.records import RecordBatch
 
 if TYPE_CHECKING:
     from millpond.controller.leader_election import ElectionType, TopicElection
+    from millpond.controller.reassignment import (
+        OngoingReassignment,
+        ReassignmentOutcomes,
+        TopicReassignment,
+    )
     from millpond.controller.replication_control import (
         CreatableTopic,
         CreatePartitionsResult,
@@ -599,6 +610,28 @@ class QuorumController:
 
         self._check_active()
         return self._commit(leader_election.elect_leaders(self._image, election, requested))
+
+    def alter_partition_reassignments(
+        self, topics: Sequence[TopicReassignment], *, allow_rf_change: bool = True
+    ) -> ControllerResult[ReassignmentOutcomes]:
+        self._check_active()
+        return self._commit(
+            reassignment.alter_partition_reassignments(
+                self._image,
+                topics,
+                allow_rf_change=allow_rf_change,
+                unclean_default=self.config.unclean_leader_election_enable,
+            )
+        )
+
+    def list_partition_reassignments(
+        self, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> ControllerResult[list[OngoingReassignment]]:
+        """The reassignments in progress as committed (what brokers act on)."""
+        self._check_active()
+        return ControllerResult(
+            (), reassignment.list_partition_reassignments(self._committed, topics)
+        )
 
     # -- configs and features ----------------------------------------------------------------
 

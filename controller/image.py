@@ -155,6 +155,36 @@ class PartitionRegistration(NamedTuple):
     adding_replicas: tuple[int, ...] = ()
     leader_recovery_state: int = 0
 
+    def merge(self, r: PartitionChangeRecord) -> PartitionRegistration:
+        """The partition after ``r``: its null fields (and leader -2) keep what is; a new
+        leader, or the same one named again, starts a new leader epoch."""
+        leader_changed = r.leader != NO_LEADER_CHANGE
+        return PartitionRegistration(
+            replicas=self.replicas if r.replicas is None else tuple(r.replicas),
+            isr=self.isr if r.isr is None else tuple(r.isr),
+            leader=r.leader if leader_changed else self.leader,
+            leader_epoch=self.leader_epoch + 1 if leader_changed else self.leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            removing_replicas=(
+                self.removing_replicas
+                if r.removing_replicas is None
+                else tuple(r.removing_replicas)
+            ),
+            adding_replicas=(
+                self.adding_replicas if r.adding_replicas is None else tuple(r.adding_replicas)
+            ),
+            leader_recovery_state=(
+                self.leader_recovery_state
+                if r.leader_recovery_state == -1
+                else r.leader_recovery_state
+            ),
+        )
+
+    @property
+    def reassigning(self) -> bool:
+        """Whether a reassignment is in progress (replicas being added or removed)."""
+        return bool(self.removing_replicas or self.adding_replicas)
+
 
 class TopicImage(NamedTuple):
     name: str
@@ -353,26 +383,7 @@ class MetadataDelta:
         if topic is None or old is None:
             self.skip(f"PartitionChangeRecord of unknown partition {r.partition_id}")
             return
-        leader_changed = r.leader != NO_LEADER_CHANGE
-        new = PartitionRegistration(
-            replicas=old.replicas if r.replicas is None else tuple(r.replicas),
-            isr=old.isr if r.isr is None else tuple(r.isr),
-            leader=r.leader if leader_changed else old.leader,
-            leader_epoch=old.leader_epoch + 1 if leader_changed else old.leader_epoch,
-            partition_epoch=old.partition_epoch + 1,
-            removing_replicas=(
-                old.removing_replicas if r.removing_replicas is None else tuple(r.removing_replicas)
-            ),
-            adding_replicas=(
-                old.adding_replicas if r.adding_replicas is None else tuple(r.adding_replicas)
-            ),
-            leader_recovery_state=(
-                old.leader_recovery_state
-                if r.leader_recovery_state == -1
-                else r.leader_recovery_state
-            ),
-        )
-        self._put_partition(topic, r.partition_id, new)
+        self._put_partition(topic, r.partition_id, old.merge(r))
 
     def _remove_topic(self, r: RemoveTopicRecord) -> None:
         topic = self._topic(r.topic_id)

@@ -3,8 +3,9 @@ as Kafka's controller runs them.
 
 - *Preferred* (type 0): the partition's first replica leads again, if it is in the ISR
   and usable (unfenced, not shutting down); a partition it leads already needs no
-  election (ELECTION_NOT_NEEDED); one whose first replica cannot lead gets
-  PREFERRED_LEADER_NOT_AVAILABLE and keeps its leader.
+  election (ELECTION_NOT_NEEDED). When the first replica cannot lead, a partition
+  without a leader gets the first of its ISR that can; one that keeps its leader gets
+  PREFERRED_LEADER_NOT_AVAILABLE.
 - *Unclean* (type 1): a partition without a leader gets the first usable replica of its
   ISR, or failing that the first usable replica at all, which then is the whole ISR and
   leads in the RECOVERING state (it may lack acknowledged records); a partition with a
@@ -23,7 +24,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from millpond.controller.image import NO_LEADER, MetadataImage, PartitionRegistration
-from millpond.controller.partition_change import election_change
+from millpond.controller.partition_change import Election, build_change
 from millpond.controller.record_serde import ApiMessageAndVersion, with_version
 from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
@@ -95,21 +96,21 @@ def _change(
     p: PartitionRegistration, election: ElectionType, usable: set[int]
 ) -> dict[str, Any] | ApiError:
     """The record's fields the election changes, or why there is none."""
-    preferred = p.replicas[0] if p.replicas else NO_LEADER
     if election is ElectionType.PREFERRED:
-        if p.leader == preferred:
+        if p.replicas and p.leader == p.replicas[0]:
             return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
-        if preferred in p.isr and preferred in usable:
-            return {"leader": preferred}
+        change = build_change(p, usable.__contains__, election=Election.PREFERRED)
+        if change:
+            return change
         return ApiError(
             ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
-            f"The preferred replica {preferred} is not in the ISR or not usable (fenced or"
-            " shutting down); retry once it has caught up and is unfenced.",
+            f"The preferred replica {p.replicas[0] if p.replicas else NO_LEADER} is not in the"
+            " ISR or not usable (fenced or shutting down); retry once it has caught up and is"
+            " unfenced.",
         )
     if p.leader != NO_LEADER:
         return ApiError(ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
-    # The ISR's first usable replica, else the first usable one (unclean, RECOVERING).
-    change = election_change(p, usable.__contains__, unclean=True)
+    change = build_change(p, usable.__contains__, election=Election.UNCLEAN)
     if change:
         return change
     return ApiError(

@@ -45,6 +45,7 @@ __all__ = [
     "create_partitions",
     "create_topics",
     "delete_topics",
+    "validate_manual_assignment",
     "validate_topic_name",
 ]
 
@@ -187,9 +188,12 @@ def _place(
     ]
 
 
-def _check_manual(
-    image: MetadataImage, partition: int, replicas: Sequence[int], expected_rf: int | None
+def validate_manual_assignment(
+    image: MetadataImage, replicas: Sequence[int], expected_rf: int | None = None
 ) -> ApiError:
+    """Kafka's validateManualPartitionAssignment: a replica list an operator chose (at
+    topic creation, for new partitions, or as a reassignment's target) names each
+    registered broker once, ``expected_rf`` of them when given."""
     if not replicas:
         return ApiError(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -216,6 +220,15 @@ def _check_manual(
             "replica(s), but this is not consistent with previous partitions, which have "
             f"{expected_rf} replica(s).",
         )
+    return NO_ERROR
+
+
+def _check_manual(
+    image: MetadataImage, partition: int, replicas: Sequence[int], expected_rf: int | None
+) -> ApiError:
+    error = validate_manual_assignment(image, replicas, expected_rf)
+    if error.is_failure:
+        return error
     usable = set(image.usable_brokers())
     if not any(r in usable for r in replicas):
         return ApiError(

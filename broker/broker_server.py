@@ -34,6 +34,7 @@ from millpond.broker.producer_id_blocks import ControllerProducerIdBlocks
 from millpond.broker.producer_ids import ProducerIdManager
 from millpond.broker.replica_manager import ReplicaManager
 from millpond.broker.replication.isr_changes import IsrChangeSender
+from millpond.broker.replication.throttle import ReplicationThrottles
 from millpond.broker.server import ListenerPlan, Listeners
 from millpond.broker.trace import RequestTrace
 from millpond.controller.image import MetadataDelta, MetadataImage
@@ -136,6 +137,7 @@ class BrokerServer:
             min_insync_replicas=self.config.get_int("min.insync.replicas", 1),
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms", 30_000),
         )
+        self.throttles = ReplicationThrottles(node_id, lambda: self._image, clock.monotonic_ms)
         self._publisher: BrokerMetadataPublisher | None = None
         #: This broker's epoch, once it has registered.
         self._broker_epoch: int | None = None
@@ -345,6 +347,7 @@ class BrokerServer:
             config,
             request_timeout_ms=ms("replica.socket.timeout.ms", 30_000),
             on_high_watermark=self.replicas.wake,
+            throttles=self.throttles,
         )
 
     @property

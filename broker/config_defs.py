@@ -20,12 +20,15 @@ from millpond.broker.config_defs_server import (
     SERVER_CONFIGS,
 )
 from millpond.storage.config_def import (
+    LONG_MAX,
     ConfigDefinition,
     ConfigError,
     ConfigType,
     Importance,
     Value,
+    at_least,
     default_value,
+    define,
     parse_list,
     parse_value,
     to_kafka_string,
@@ -33,6 +36,7 @@ from millpond.storage.config_def import (
 from millpond.storage.topic_configs import TOPIC_CONFIGS
 
 __all__ = [
+    "DYNAMIC_ONLY_BROKER_CONFIGS",
     "BROKER_CONFIGS",
     "DEFAULT_LISTENERS",
     "DEFAULT_SECURITY_PROTOCOL_MAP",
@@ -83,6 +87,24 @@ def _merge(*tables: dict[str, ConfigDefinition]) -> dict[str, ConfigDefinition]:
 BROKER_CONFIGS: dict[str, ConfigDefinition] = _merge(
     SERVER_CONFIGS, LOG_CONFIGS, COORDINATOR_CONFIGS
 )
+
+#: Kafka's dynamic-only broker configs (DynamicConfig.Broker): set with
+#: IncrementalAlterConfigs on a broker (or the cluster default), never in a properties
+#: file, and described only when set.
+DYNAMIC_ONLY_BROKER_CONFIGS: dict[str, ConfigDefinition] = {
+    row.name: row
+    for row in (
+        define("leader.replication.throttled.rate", ConfigType.LONG, LONG_MAX, Importance.MEDIUM,
+               "Bytes per second a leader sends to its out-of-sync followers of the "
+               "partitions a topic's leader.replication.throttled.replicas names.",
+               at_least(0), used=True, dynamic=True),
+        define("follower.replication.throttled.rate", ConfigType.LONG, LONG_MAX,
+               Importance.MEDIUM,
+               "Bytes per second a follower fetches for its out-of-sync replicas of the "
+               "partitions a topic's follower.replication.throttled.replicas names.",
+               at_least(0), used=True, dynamic=True),
+    )
+}  # fmt: skip
 
 #: Kafka setting families millpond does not implement (TLS, SASL, per-listener
 #: overrides, tiered storage plug-ins, share and streams groups, ...): a key under one of

@@ -167,6 +167,30 @@ def _elect_leaders(request: Any, code: int, version: int, message: str) -> Messa
     )
 
 
+def _alter_partition_reassignments(request: Any, code: int, version: int, message: str) -> Message:
+    """AlterPartitionReassignments: the error at the top and for every partition named."""
+    response = APIS[45].response_class
+    topic = _element(response, "responses")
+    partition = _element(topic, "partitions")
+    return _make(
+        response,
+        error_code=code,
+        error_message=message,
+        responses=[
+            topic(
+                name=t.name,
+                partitions=[
+                    partition(
+                        partition_index=p.partition_index, error_code=code, error_message=message
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
 def _resource_results(key: int) -> Builder:
     """AlterConfigs and IncrementalAlterConfigs: one result per named resource."""
 
@@ -199,6 +223,7 @@ _BUILDERS: dict[int, Builder] = {
     37: _topic_results(37, "results"),
     43: _elect_leaders,
     44: _resource_results(44),
+    45: _alter_partition_reassignments,
 }
 
 

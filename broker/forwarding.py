@@ -1,8 +1,8 @@
 """Where a client's admin request is answered: by the active controller, always.
 
 The admin APIs that change metadata (CreateTopics, DeleteTopics, CreatePartitions,
-ElectLeaders, AlterConfigs, IncrementalAlterConfigs, UpdateFeatures) are the
-controller's to answer.
+ElectLeaders, AlterConfigs, IncrementalAlterConfigs, AlterPartitionReassignments,
+UpdateFeatures), and ListPartitionReassignments, are the controller's to answer.
 
 - On a controller listener, this node's controller answers them; while it is not the
   active one it refuses with NOT_CONTROLLER, as Kafka's controller does, and the client
@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["ADMIN_APIS", "FORWARDED_APIS", "answered_by_controller", "forwarded"]
 
 #: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions, ElectLeaders,
-#: IncrementalAlterConfigs, UpdateFeatures.
-ADMIN_APIS = frozenset({19, 20, 33, 37, 43, 44, 57})
+#: IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments,
+#: UpdateFeatures.
+ADMIN_APIS = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 57})
 #: What a forwarding broker listener sends on: the admin APIs, and DescribeQuorum, which
 #: only the quorum's leader answers.
 FORWARDED_APIS = ADMIN_APIS | {55}

@@ -302,8 +302,9 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 SERVED_PROTOCOLS = ("PLAINTEXT",)
 #: The controller's APIs millpond serves on a controller listener: the admin APIs its
 #: handlers answer as the controller would (topics, partitions, leader elections,
-#: configs, features) and ApiVersions; the KRaft APIs come from ``CONTROLLER_ROUTES``.
-CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 43, 44, 57, 60})
+#: reassignments, configs, features) and ApiVersions; the KRaft APIs come from
+#: ``CONTROLLER_ROUTES``.
+CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 43, 44, 45, 46, 57, 60})
 
 
 class ListenerPlan(NamedTuple):

@@ -79,6 +79,8 @@ ROUTES: tuple[Route, ...] = (
     _route(20, 1, 6, "delete_topics"),
     _route(37, 0, 3, "create_partitions"),
     _route(43, 0, 2, "elect_leaders"),
+    _route(45, 0, 1, "alter_partition_reassignments"),
+    _route(46, 0, 0, "list_partition_reassignments"),
     _route(21, 0, 2, "delete_records"),
     _route(32, 1, 4, "describe_configs"),
     _route(33, 0, 2, "alter_configs"),

@@ -26,7 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from millpond.broker.config_defs import BROKER_CONFIGS, ConfigError, parse_value
+from millpond.broker.config_defs import (
+    BROKER_CONFIGS,
+    DYNAMIC_ONLY_BROKER_CONFIGS,
+    ConfigError,
+    parse_value,
+)
 from millpond.broker.context import RequestContext
 from millpond.controller.config_control import AlterableConfig, AlterConfigsResource
 from millpond.controller.image import ConfigResource, ConfigResourceType
@@ -54,13 +59,18 @@ class Outcome:
 
 async def alter(
     broker: BrokerServer,
+    ctx: RequestContext,
     resources: Sequence[AlterConfigsResource],
     *,
     validate_only: bool,
     incremental: bool,
 ) -> list[Outcome]:
     """The broker's checks, then the controller's, for AlterConfigs (``incremental``
-    False: ops ignored) or IncrementalAlterConfigs; one outcome per resource, in order."""
+    False: ops ignored) or IncrementalAlterConfigs; one outcome per resource, in order.
+    A broker listener takes only its own node's broker resource (clients send each
+    broker's to that broker); a controller listener, which also answers what brokers
+    forward, takes any broker's."""
+    own_id = None if ctx.listener.controller else broker.node_id
     keys = [(r.resource_type, r.resource_name) for r in resources]
     refused: dict[int, ApiError] = {}
     for i, resource in enumerate(resources):
@@ -69,7 +79,7 @@ async def alter(
                 ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
             )
         else:
-            error = _check(broker, resource, incremental)
+            error = _check(own_id, resource, incremental)
             if error.is_failure:
                 refused[i] = error
     passed = [r for i, r in enumerate(resources) if i not in refused]
@@ -86,7 +96,7 @@ async def alter(
     ]
 
 
-def _check(broker: BrokerServer, resource: AlterConfigsResource, incremental: bool) -> ApiError:
+def _check(own_id: int | None, resource: AlterConfigsResource, incremental: bool) -> ApiError:
     names = [c.name for c in resource.configs]
     if len(names) != len(set(names)):
         return ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -109,10 +119,10 @@ def _check(broker: BrokerServer, resource: AlterConfigsResource, incremental: bo
             return ApiError(
                 ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
             )
-        if int(name) != broker.node_id:
+        if own_id is not None and int(name) != own_id:
             return ApiError(
                 ErrorCode.INVALID_REQUEST,
-                f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+                f"Unexpected broker id, expected {own_id}, but received {name}",
             )
     if incremental and any(c.op not in (0, 1, 2, 3) for c in resource.configs):
         op = next(c.op for c in resource.configs if c.op not in (0, 1, 2, 3))
@@ -127,7 +137,7 @@ def _check(broker: BrokerServer, resource: AlterConfigsResource, incremental: bo
             f"Cannot update these configs dynamically: Set({', '.join(static)})",
         )
     for c in changed:
-        definition = BROKER_CONFIGS.get(c.name)
+        definition = BROKER_CONFIGS.get(c.name) or DYNAMIC_ONLY_BROKER_CONFIGS.get(c.name)
         if definition is not None and c.value is not None:
             try:
                 parse_value(definition, c.value)
@@ -148,7 +158,7 @@ async def handle(
         for r in request.resources
     ]
     outcomes = await alter(
-        broker, resources, validate_only=request.validate_only, incremental=False
+        broker, ctx, resources, validate_only=request.validate_only, incremental=False
     )
     return AlterConfigsResponse(
         responses=[

@@ -35,7 +35,10 @@ Behaviour, as Apache Kafka 4.4:
   NOT_LEADER_OR_FOLLOWER; one fetching with an older incarnation's broker epoch gets
   NOT_LEADER_OR_FOLLOWER. The first read of a follower's fetch (not a long poll's later
   reads, nor a read answered with a diverging epoch) tells the leader how far the
-  follower's log reaches: it may join the ISR and move the high watermark.
+  follower's log reaches: it may join the ISR and move the high watermark. A follower
+  outside the ISR reading a partition under this leader's replication throttle
+  (:mod:`~millpond.broker.replication.throttle`) gets no records while the throttled
+  traffic is over ``leader.replication.throttled.rate``.
   preferred_read_replica is always -1; throttle_time_ms 0.
 
 Version notes: v4 isolation level and last stable offset; v5 log start offset; v7
@@ -63,6 +66,7 @@ from millpond.broker.fetch_sessions import (
     partition_key,
 )
 from millpond.broker.purgatory import DelayedOperation
+from millpond.broker.replication.throttle import LEADER
 from millpond.storage.log_types import OffsetOutOfRangeError
 from millpond.storage.segment_read import FileRegion
 from millpond.wire.errors import ErrorCode
@@ -117,6 +121,8 @@ class _Read(NamedTuple):
     request: PartitionRequest
     data: PartitionData
     region: FileRegion | None = None
+    #: A follower's read of a partition under the leader's replication throttle.
+    throttled: bool = False
 
 
 def handle(
@@ -284,6 +290,9 @@ class _Fetch:
                 ErrorCode.UNKNOWN_LEADER_EPOCH if current >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
             return _failure(wanted, code)
+        throttled = self.follower and self.broker.throttles.throttled(
+            LEADER, topic.name, wanted.partition
+        )
         high_watermark, log_start = partition.high_watermark, partition.log_start_offset
         leader_end = partition.log_end_offset
         data = PartitionData(
@@ -302,6 +311,12 @@ class _Fetch:
             if epoch < wanted.last_fetched_epoch or end < offset:
                 data.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end)
                 return _Read(wanted, data)
+        if (
+            throttled
+            and self.replica_id not in partition.isr
+            and self.broker.throttles.exceeded(LEADER)
+        ):
+            return _Read(wanted, data, throttled=True)  # no records until the rate falls
         try:
             fetched = partition.read(
                 offset,
@@ -323,7 +338,7 @@ class _Fetch:
             if not recorded:  # an older incarnation of the follower's broker
                 return _failure(wanted, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         region = None if fetched.first_entry_incomplete else fetched.records
-        return _Read(wanted, data, region)
+        return _Read(wanted, data, region, throttled)
 
     @staticmethod
     def complete(reads: list[_Read], min_bytes: int) -> bool:
@@ -338,10 +353,14 @@ class _Fetch:
 
     def respond(self, reads: list[_Read]) -> FetchResponse:
         results: list[tuple[PartitionKey, PartitionData]] = []
+        throttled_bytes = 0
         for read in reads:
             if read.region is not None and read.region.size:
                 read.data.records = Spliced(read.region)
+                if read.throttled:
+                    throttled_bytes += read.region.size
             results.append((read.request.key, read.data))
+        self.broker.throttles.record(LEADER, throttled_bytes)
         now = self.broker.clock.monotonic_ms()
         error, session_id, sent = self.context.respond(results, now)
         endpoints = self._leaders(reads) if self.version >= 16 else []

@@ -17,7 +17,9 @@ AlterConfigs in :mod:`~millpond.broker.handlers.alter_configs`):
 
 Version notes: v1 is flexible. Not implemented: authorization, AlterConfigPolicy,
 BROKER_LOGGER (log levels), GROUP and CLIENT_METRICS resources (INVALID_REQUEST);
-a dynamic broker config is stored (and described) but not acted on yet.
+a dynamic broker config is stored (and described) but, apart from the replication
+throttles (``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``),
+not acted on yet.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ async def handle(
         )
         for r in request.resources
     ]
-    outcomes = await alter(broker, resources, validate_only=request.validate_only, incremental=True)
+    outcomes = await alter(
+        broker, ctx, resources, validate_only=request.validate_only, incremental=True
+    )
     responses = []
     for resource, o in zip(request.resources, outcomes, strict=True):
         code, message = o.error.code, o.error.message

@@ -27,6 +27,7 @@ from millpond.broker.replication.follower import (
     PartitionFetch,
     truncation_offset,
 )
+from millpond.broker.replication.throttle import FOLLOWER
 from millpond.controller.peer_channel import PeerChannel, PeerUnreachableError
 from millpond.storage.clock import Clock
 from millpond.wire.errors import ErrorCode
@@ -36,6 +37,7 @@ from millpond.wire.generated.api.fetch_request import FetchRequest, ReplicaState
 from millpond.wire.generated.api.fetch_response import FetchResponse, PartitionData
 
 if TYPE_CHECKING:
+    from millpond.broker.replication.throttle import ReplicationThrottles
     from millpond.controller.image import MetadataImage
     from millpond.storage.log import Log
 
@@ -106,8 +108,10 @@ class ReplicaFetchers:
         *,
         request_timeout_ms: int,
         on_high_watermark: Callable[[str, int], None] = lambda topic, index: None,
+        throttles: ReplicationThrottles | None = None,
     ) -> None:
         self.node_id = node_id
+        self._throttles = throttles
         self._image = image
         self._log_of = log_of
         self._clock = clock
@@ -177,9 +181,10 @@ class ReplicaFetchers:
         wake = self._wakes[fetcher.leader_id]
         while True:
             now = self._clock.monotonic_ms()
-            built = fetcher.request(now, self._broker_epoch(), self._log_starts(fetcher))
+            held = self._held
+            built = fetcher.request(now, self._broker_epoch(), self._log_starts(fetcher), held)
             if built is None:
-                due = fetcher.next_wake_ms(now)
+                due = fetcher.next_wake_ms(now, held)
                 wake.clear()
                 timeout = None if due is None else max(0.0, (due - now) / 1000)
                 with contextlib.suppress(TimeoutError):
@@ -208,6 +213,17 @@ class ReplicaFetchers:
                         "replica.fetch.backoff.ms", name, action.key[1], fetcher.leader_id, exc,
                     )  # fmt: skip
                     fetcher.back_off(action.key, now)
+
+    def _held(self, fetch: PartitionFetch) -> bool:
+        """Whether the follower throttle holds back ``fetch``'s partition now: it is
+        throttled here, this broker is not in its ISR, and the throttled rate is over."""
+        throttles = self._throttles
+        if throttles is None or not throttles.throttled(FOLLOWER, fetch.topic, fetch.partition):
+            return False
+        topic = self._image().topic(fetch.topic)
+        registration = None if topic is None else topic.partitions.get(fetch.partition)
+        in_sync = registration is not None and self.node_id in registration.isr
+        return not in_sync and throttles.exceeded(FOLLOWER)
 
     def _log_starts(self, fetcher: FollowerFetcher) -> Callable[[Key], int]:
         def log_start(key: Key) -> int:
@@ -240,6 +256,9 @@ class ReplicaFetchers:
         if len(view):
             info = log.append(view, assign_offsets=False)
             fetcher.advanced(key, info.last_offset + 1, _latest_epoch(log))
+            throttles, name = self._throttles, _name(fetcher, key)
+            if throttles is not None and throttles.throttled(FOLLOWER, name, key[1]):
+                throttles.record(FOLLOWER, len(view))
         high_watermark = max(log.log_start_offset, min(data.high_watermark, log.log_end_offset))
         if high_watermark != log.high_watermark and high_watermark >= 0:
             log.update_high_watermark(high_watermark)
@@ -267,7 +286,9 @@ class ReplicaFetchers:
                 "truncating %s-%d from %d to %d (the leader's log diverges)",
                 _name(fetcher, key), key[1], log.log_end_offset, offset,
             )  # fmt: skip
-            log.truncate_to(offset)
+        # Even at the log end: an epoch this replica led without appending to it starts
+        # there, and must go, or the next fetch names it and diverges again, forever.
+        log.truncate_to(offset)
         fetcher.advanced(key, log.log_end_offset, _latest_epoch(log))
 
     async def _reset(self, fetcher: FollowerFetcher, key: Key, log: Log) -> None:

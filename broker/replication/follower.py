@@ -96,6 +96,10 @@ def truncation_offset(
     return min(local_end, leader_end, log_end), True
 
 
+def _NONE_HELD(fetch: PartitionFetch) -> bool:  # noqa: N802 (a constant predicate)
+    return False
+
+
 class FollowerFetcher:
     """The partitions this follower fetches from one leader."""
 
@@ -117,19 +121,30 @@ class FollowerFetcher:
         for key in keys:
             self.partitions.pop(key, None)
 
-    def next_wake_ms(self, now_ms: int) -> int | None:
-        """When the earliest backed-off partition may be fetched again (None: none)."""
+    def next_wake_ms(
+        self, now_ms: int, held: Callable[[PartitionFetch], bool] = _NONE_HELD
+    ) -> int | None:
+        """When the earliest backed-off partition may be fetched again, or a held one
+        looked at again after ``replica.fetch.backoff.ms`` (None: none)."""
         waiting = [
             p.delayed_until_ms for p in self.partitions.values() if p.delayed_until_ms > now_ms
         ]
+        if any(held(p) for p in self.partitions.values() if p.delayed_until_ms <= now_ms):
+            waiting.append(now_ms + self.config.backoff_ms)
         return min(waiting) if waiting else None
 
     def request(
-        self, now_ms: int, broker_epoch: int, log_start: Callable[[Key], int]
+        self,
+        now_ms: int,
+        broker_epoch: int,
+        log_start: Callable[[Key], int],
+        held: Callable[[PartitionFetch], bool] = _NONE_HELD,
     ) -> tuple[FetchRequest, list[PartitionFetch]] | None:
-        """A full (sessionless) fetch of every partition ready now, and what it asked;
-        None when none is."""
-        ready = [p for p in self.partitions.values() if p.delayed_until_ms <= now_ms]
+        """A full (sessionless) fetch of every partition ready now and not ``held``
+        back (a replication throttle), and what it asked; None when none is."""
+        ready = [
+            p for p in self.partitions.values() if p.delayed_until_ms <= now_ms and not held(p)
+        ]
         if not ready:
             return None
         topics: list[FetchTopic] = []

@@ -79,9 +79,11 @@ _ROWS: list[ConfigDefinition] = [
     define("delete.records.purgatory.purge.interval.requests", INT, 1, MEDIUM,
            "Kafka's purge interval of its delayed-DeleteRecords structure."),
     define("auto.leader.rebalance.enable", BOOL, True, HIGH,
-           "Whether leadership moves back to preferred replicas automatically."),
+           "Whether the active controller moves leadership back to each partition's "
+           "preferred (first) replica once it is in sync.", used=True),
     define("leader.imbalance.check.interval.seconds", LONG, 300, HIGH,
-           "How often leadership balance is checked.", at_least(1)),
+           "How often the active controller looks for partitions not led by their "
+           "preferred replica.", at_least(1), used=True),
     define("replica.selector.class", STR, None, MEDIUM,
            "Plug-in that lets consumers fetch from a follower."),
     define("follower.fetch.last.tiered.offset.enable", BOOL, False, MEDIUM,

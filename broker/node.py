@@ -195,6 +195,13 @@ class Broker(BrokerServer):
                     unclean_leader_election_enable=bool(
                         config.get("unclean.leader.election.enable")
                     ),
+                    leader_imbalance_check_interval_ms=(
+                        config.get_int("leader.imbalance.check.interval.seconds", 300) * 1000
+                        if several
+                        and not self.broker_only
+                        and config.get("auto.leader.rebalance.enable") is True
+                        else None
+                    ),
                 ),
                 raft=raft,
                 voters=voters,
@@ -347,6 +354,15 @@ class Broker(BrokerServer):
         for lock in self._locks:
             lock.release()
 
+    async def drop_late_connections(self) -> None:
+        """Once the listeners stopped accepting: let the connections they accepted last
+        finish wiring up (asyncio sets a socket up over a few loop turns), then drop
+        every connection still open, so none outlives the node unclosed."""
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for connection in list(self.connections):
+            connection.abort()
+
     async def abort(self) -> None:
         """Stop at once, as ``kill -9`` would: sockets closed mid-request, every task of
         the node cancelled, nothing flushed and no clean-shutdown marker written; what
@@ -354,8 +370,7 @@ class Broker(BrokerServer):
         (:mod:`millpond.testing.cluster`); a restart opens the same directories anew."""
         for server in self.listeners.servers:
             server.abort()
-        for connection in list(self.connections):
-            connection.abort()
+        await self.drop_late_connections()
         self.controller_server.close_peers()
         if self.controller_link is not None:
             self.controller_link.close()

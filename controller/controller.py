@@ -142,6 +142,9 @@ class ControllerConfig(NamedTuple):
     snapshots: SnapshotTriggers = SnapshotTriggers()
     #: unclean.leader.election.enable, for topics and clusters that do not set it.
     unclean_leader_election_enable: bool = False
+    #: leader.imbalance.check.interval.seconds (in ms) when auto.leader.rebalance.enable
+    #: is on in a cluster; None: leadership is never moved back on its own.
+    leader_imbalance_check_interval_ms: int | None = None
 
 
 class QuorumController:
@@ -632,6 +635,14 @@ class QuorumController:
         return ControllerResult(
             (), reassignment.list_partition_reassignments(self._committed, topics)
         )
+
+    def balance_partition_leaders(self) -> ControllerResult[bool]:
+        """Preferred elections for partitions not led by their first replica
+        (``auto.leader.rebalance.enable``); True: more remain, run again at once."""
+        from millpond.controller import leader_election  # noqa: PLC0415
+
+        self._check_active()
+        return self._commit(leader_election.balance_leaders(self._image))
 
     # -- configs and features ----------------------------------------------------------------
 

@@ -157,6 +157,7 @@ class ControllerServer:
         self._sessions: asyncio.Task[None] | None = None
         self._snapshots: asyncio.Task[None] | None = None
         self._registering: asyncio.Task[None] | None = None
+        self._balancing: asyncio.Task[None] | None = None
         #: A node with the controller role registers it (a broker's observer does not).
         self.registrar = (
             None
@@ -213,6 +214,9 @@ class ControllerServer:
         if timeout is not None:
             self._sessions = loop.create_task(self._fence_stale(timeout))
         self._snapshots = loop.create_task(self._snapshot_on_time())
+        interval = self.config.leader_imbalance_check_interval_ms
+        if interval is not None:
+            self._balancing = loop.create_task(self._balance_leaders(interval))
         if self.registrar is not None:
             self._registering = loop.create_task(self.registrar.run())
 
@@ -228,6 +232,22 @@ class ControllerServer:
                     self.raft.clean()
             except RaftLogFailedError:
                 return  # the node is stopping; its log failed
+
+    async def _balance_leaders(self, interval_ms: int) -> None:
+        """Every ``leader.imbalance.check.interval.seconds``, the active controller moves
+        leadership back to preferred replicas that can take it (at once again while a
+        pass reached its bound)."""
+        more = False
+        while True:
+            if not more:
+                await asyncio.sleep(interval_ms / 1000)
+            if not self.controller.is_active:
+                more = False
+                continue
+            try:
+                more = await self.channel.submit(lambda c: c.balance_partition_leaders())
+            except (NotControllerError, RaftLogFailedError):
+                more = False  # the next active controller balances them
 
     async def _fence_stale(self, timeout_ms: int) -> None:
         # A lapsed session is fenced within an eighth of the timeout.
@@ -269,12 +289,12 @@ class ControllerServer:
         return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
-        for task in (self._sessions, self._snapshots, self._registering):
+        for task in (self._sessions, self._snapshots, self._registering, self._balancing):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._sessions = self._snapshots = self._registering = None
+        self._sessions = self._snapshots = self._registering = self._balancing = None
         if self.registrar is not None:
             self.registrar.close()
         await self.driver.stop()

@@ -30,7 +30,16 @@ from millpond.controller.results import NO_ERROR, ApiError, ControllerResult
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
 
-__all__ = ["ElectionType", "TopicElection", "elect_leaders"]
+__all__ = [
+    "MAX_ELECTIONS_PER_IMBALANCE",
+    "ElectionType",
+    "TopicElection",
+    "balance_leaders",
+    "elect_leaders",
+]
+
+#: Kafka's maxElectionsPerImbalance: the most preferred elections one balancing pass writes.
+MAX_ELECTIONS_PER_IMBALANCE = 1000
 
 
 class ElectionType(IntEnum):
@@ -66,6 +75,31 @@ def elect_leaders(
             outcomes = [(i, _elect(image, name, i, election, records)) for i in indexes]
             results.append(TopicElection(name, outcomes))
     return ControllerResult(tuple(records), results)
+
+
+def balance_leaders(
+    image: MetadataImage, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE
+) -> ControllerResult[bool]:
+    """``auto.leader.rebalance.enable``'s pass (Kafka's maybeBalancePartitionLeaders): a
+    preferred election for each partition not led by its first replica, where one
+    changes anything, up to ``max_elections``; the answer says whether that bound was
+    reached (another pass should follow at once)."""
+    records: list[ApiMessageAndVersion] = []
+    usable = set(image.usable_brokers()).__contains__
+    for topic in sorted(image.topics_by_id.values(), key=lambda t: t.name):
+        for index in sorted(topic.partitions):
+            if len(records) >= max_elections:
+                return ControllerResult(tuple(records), True)
+            p = topic.partitions[index]
+            if not p.replicas or p.leader == p.replicas[0]:
+                continue
+            change = build_change(p, usable, election=Election.PREFERRED)
+            if change:
+                record = PartitionChangeRecord(
+                    topic_id=topic.topic_id, partition_id=index, **change
+                )
+                records.append(with_version(record))
+    return ControllerResult(tuple(records), len(records) >= max_elections)
 
 
 def _elect(

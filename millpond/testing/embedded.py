@@ -192,6 +192,7 @@ async def stop_and_settle(instance: Broker) -> None:
     """Stop the broker, then end whatever tasks are left on its loop (a request a
     client sent while it stopped), so the loop closes with nothing pending."""
     await instance.stop()
+    await instance.drop_late_connections()
     current = asyncio.current_task()
     leftover = [task for task in asyncio.all_tasks() if task is not current]
     for task in leftover:

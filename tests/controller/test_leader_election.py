@@ -5,9 +5,12 @@ election, or cannot have one, says so and changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from millpond.controller.cluster_control import set_fenced
 from millpond.controller.image import MetadataImage, apply
-from millpond.controller.leader_election import ElectionType, elect_leaders
+from millpond.controller.leader_election import ElectionType, balance_leaders, elect_leaders
+from millpond.controller.record_serde import ApiMessageAndVersion
 from millpond.controller.replication_control import CreatableReplicaAssignment, CreatableTopic
 from millpond.wire.errors import ErrorCode
 from millpond.wire.generated.metadata.partition_change_record import PartitionChangeRecord
@@ -117,3 +120,32 @@ def test_all_partitions_reports_only_the_elections_that_were_needed() -> None:
         ("t", [(2, ErrorCode.NONE)])
     ]
     assert len(result.records) == 1
+
+
+def test_balancing_moves_leadership_back_where_the_preferred_replica_can_take_it() -> None:
+    image = change(three_brokers(), 0, leader=1)  # preferred 2, in the ISR
+    image = change(image, 1, leader=2, isr=[2, 3])  # preferred 1, out of the ISR
+    image = change(image, 2, leader=2)  # preferred 3, fenced below
+    image = fence(image, 3)
+    result = balance_leaders(image)
+    assert result.response is False
+    assert _elected(result.records) == [(0, 2)]
+    assert balance_leaders(change(three_brokers(), 0, leader=1)).records != ()
+    assert balance_leaders(three_brokers()).records == ()  # balanced already
+
+
+def test_a_balancing_pass_stops_at_its_bound_and_asks_for_another() -> None:
+    image = change(change(three_brokers(), 0, leader=1), 1, leader=2)
+    first = balance_leaders(image, max_elections=1)
+    assert (len(first.records), first.response) == (1, True)
+    for record in first.records:
+        image = apply(image, record.message)
+    second = balance_leaders(image, max_elections=1)
+    assert _elected(second.records) == [(1, 1)]
+
+
+def _elected(records: Sequence[ApiMessageAndVersion]) -> list[tuple[int, int]]:
+    """(partition, new leader) of each PartitionChangeRecord."""
+    changes = [r.message for r in records]
+    assert all(isinstance(c, PartitionChangeRecord) for c in changes)
+    return [(c.partition_id, c.leader) for c in changes if isinstance(c, PartitionChangeRecord)]

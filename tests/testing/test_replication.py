@@ -148,3 +148,20 @@ def test_a_retry_to_the_new_leader_is_deduplicated() -> None:
         # The retry of the last batch: answered with its original offset, not appended.
         assert _produce_batch(running, leader, 2, [b"c", b"d"]) == (0, 2)
         assert _produce_batch(running, leader, 4, [b"e"]) == (0, 4)
+
+
+def test_leadership_goes_back_to_the_preferred_replica_once_it_is_in_sync() -> None:
+    """``auto.leader.rebalance.enable``: after its broker restarts and catches up, the
+    first replica leads again without an operator's election."""
+    with cluster(controllers=1, brokers=3, leader_imbalance_check_interval_seconds=1) as running:
+        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+        try:
+            admin.create_topics([NewTopic("t", replica_assignments={0: [2, 3, 4]})])
+        finally:
+            admin.close()
+        _until(lambda: _led_by(running, 4, (2,)), "the topic created")
+        running.kill(2)
+        _until(lambda: _led_by(running, 4, (3, 4)), "a follower took over")
+        running.restart(2)
+        _until(lambda: 2 in _registration(running, 4).isr, "the restarted broker rejoined")
+        _until(lambda: _led_by(running, 4, (2,)), "the preferred replica leading again")

@@ -55,22 +55,21 @@ def _bootstrap(running: EmbeddedCluster, *brokers: int) -> str:
     return ",".join(f"127.0.0.1:{running.node(b).port}" for b in brokers)
 
 
+def _create_t(running: EmbeddedCluster, configs: dict[str, str] | None = None) -> None:
+    """Topic t: one partition on brokers 2, 3 and 4, led by 2."""
+    admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
+    try:
+        admin.create_topics(
+            [NewTopic("t", replica_assignments={0: [2, 3, 4]}, topic_configs=configs or {})]
+        )
+    finally:
+        admin.close()
+    _until(lambda: _led_by(running, 4, (2,)), "the topic created")
+
+
 def test_acknowledged_records_survive_the_leaders_kill() -> None:
     with cluster(controllers=1, brokers=3) as running:
-        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
-        try:
-            admin.create_topics(
-                [
-                    NewTopic(
-                        "t",
-                        replica_assignments={0: [2, 3, 4]},
-                        topic_configs={"min.insync.replicas": "2"},
-                    )
-                ]
-            )
-        finally:
-            admin.close()
-        _until(lambda: _led_by(running, 4, (2,)), "the topic created")
+        _create_t(running, {"min.insync.replicas": "2"})
         producer = KafkaProducer(bootstrap_servers=running.bootstrap_servers, acks="all", retries=5)
         try:
             acked = [producer.send("t", f"v{i}".encode(), partition=0) for i in range(200)]
@@ -134,12 +133,7 @@ def test_a_retry_to_the_new_leader_is_deduplicated() -> None:
     """The idempotent producer state travels with the log: the new leader knows the
     batch the old one acknowledged, and a retry of it appends nothing."""
     with cluster(controllers=1, brokers=3) as running:
-        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
-        try:
-            admin.create_topics([NewTopic("t", replica_assignments={0: [2, 3, 4]})])
-        finally:
-            admin.close()
-        _until(lambda: _led_by(running, 4, (2,)), "the topic created")
+        _create_t(running)
         assert _produce_batch(running, 2, 0, [b"a", b"b"]) == (0, 0)
         assert _produce_batch(running, 2, 2, [b"c", b"d"]) == (0, 2)
         running.kill(2)
@@ -154,12 +148,7 @@ def test_leadership_goes_back_to_the_preferred_replica_once_it_is_in_sync() -> N
     """``auto.leader.rebalance.enable``: after its broker restarts and catches up, the
     first replica leads again without an operator's election."""
     with cluster(controllers=1, brokers=3, leader_imbalance_check_interval_seconds=1) as running:
-        admin = KafkaAdminClient(bootstrap_servers=running.bootstrap_servers)
-        try:
-            admin.create_topics([NewTopic("t", replica_assignments={0: [2, 3, 4]})])
-        finally:
-            admin.close()
-        _until(lambda: _led_by(running, 4, (2,)), "the topic created")
+        _create_t(running)
         running.kill(2)
         _until(lambda: _led_by(running, 4, (3, 4)), "a follower took over")
         running.restart(2)

@@ -112,9 +112,8 @@ def _reassign(
     usable = set(image.usable_brokers()).__contains__
     if target is None:
         if not p.reassigning:
-            return ApiError(
-                ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.message
-            ), None
+            # No message, as Kafka's: its ApiError drops a message that is the code's own.
+            return ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS), None
         unclean = unclean_election_enabled(image, name, unclean_default)
         replicas, isr, needs_unclean = _revert(p)
         if not replicas:

@@ -212,9 +212,12 @@ def fetch(
     max_wait_ms: int = 0,
     min_bytes: int = 0,
     label: str = "fetch",
+    replica_id: int = -1,
+    last_fetched_epoch: int = -1,
 ) -> dict[str, Any]:
+    """A consumer's Fetch, or with ``replica_id`` (up to v14) a follower's."""
     request = FetchRequest(
-        replica_id=-1,
+        replica_id=replica_id,
         max_wait_ms=max_wait_ms,
         min_bytes=min_bytes,
         max_bytes=max_bytes,
@@ -227,6 +230,7 @@ def fetch(
                     FetchPartition(
                         partition=partition,
                         fetch_offset=offset,
+                        last_fetched_epoch=last_fetched_epoch,
                         partition_max_bytes=partition_max_bytes,
                     )
                 ],

@@ -48,13 +48,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
-from millpond.controller import (
-    alter_partition,
-    cluster_control,
-    config_control,
-    feature_control,
-    reassignment,
-)
+from millpond.controller import alter_partition, cluster_control, config_control, feature_control
 from millpond.controller.cluster_control import (
     PRODUCER_ID_BLOCK_SIZE,
     BrokerHeartbeatRequest,
@@ -617,6 +611,8 @@ class QuorumController:
     def alter_partition_reassignments(
         self, topics: Sequence[TopicReassignment], *, allow_rf_change: bool = True
     ) -> ControllerResult[ReassignmentOutcomes]:
+        from millpond.controller import reassignment  # noqa: PLC0415
+
         self._check_active()
         return self._commit(
             reassignment.alter_partition_reassignments(
@@ -631,6 +627,8 @@ class QuorumController:
         self, topics: Sequence[tuple[str, Sequence[int]]] | None
     ) -> ControllerResult[list[OngoingReassignment]]:
         """The reassignments in progress as committed (what brokers act on)."""
+        from millpond.controller import reassignment  # noqa: PLC0415
+
         self._check_active()
         return ControllerResult(
             (), reassignment.list_partition_reassignments(self._committed, topics)

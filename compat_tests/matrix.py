@@ -53,6 +53,10 @@ GROUP_CLIENTS = [
     "franz-go",
     "sarama",
 ]
+# A partition leader's kill -9 on replicated clusters (3 brokers, millpond's and Kafka's):
+# producers and consumers ride through it, client by client as their drivers arrive.
+FAILOVER_SCENARIOS = ["leader-failover"]
+FAILOVER_CLIENTS = ["kafka-python", "confluent-kafka"]
 # Columns for Kafka's own tools only (not client scenarios): the performance tools.
 TOOL_SCENARIOS = ["producer-perf", "consumer-perf", "consumer-groups"]
 
@@ -170,6 +174,7 @@ CELLS: frozenset[tuple[str, str]] = frozenset(
             for scenario in GROUP_SCENARIOS
             if (client, scenario) not in ALLOWLIST
         ),
+        *((client, scenario) for client in FAILOVER_CLIENTS for scenario in FAILOVER_SCENARIOS),
     }
 )
 
@@ -245,7 +250,9 @@ def cell_of(item: pytest.Item) -> Cell | None:
     callspec = getattr(item, "callspec", None)
     params: dict[str, object] = dict(callspec.params) if callspec is not None else {}
     scenario = str(scenario).format(**params)
-    broker = params.get("broker_bootstrap", params.get("strict_broker_bootstrap"))
+    broker = params.get(
+        "broker_bootstrap", params.get("strict_broker_bootstrap", params.get("nodes"))
+    )
     if (client, scenario) not in CELLS or broker not in BROKERS:
         raise pytest.UsageError(
             f"{item.nodeid}: {MARKER}({client!r}, {scenario!r}) on broker {broker!r} is no "
@@ -316,7 +323,8 @@ class Recorder:
             if (client, scenario) in ALLOWLIST:
                 row.append("n/a¹")
             elif (client, scenario) not in CELLS:
-                row.append("no test yet" if scenario in GROUP_SCENARIOS else "n/a")
+                waiting = scenario in GROUP_SCENARIOS or scenario in FAILOVER_SCENARIOS
+                row.append("no test yet" if waiting else "n/a")
             else:
                 row.append(" · ".join(self.outcome(Cell(client, scenario, b)) for b in BROKERS))
         return row
@@ -341,10 +349,11 @@ class Recorder:
         for title, scenarios in (
             ("Client scenarios", SCENARIOS),
             ("Consumer groups", GROUP_SCENARIOS),
+            ("Replicated clusters (3 brokers, a leader killed)", FAILOVER_SCENARIOS),
             ("Kafka's tools", TOOL_SCENARIOS),
         ):
             clients = [c for c in CLIENTS if any((c, s) in CELLS for s in scenarios)]
-            if scenarios is GROUP_SCENARIOS:
+            if scenarios is GROUP_SCENARIOS or scenarios is FAILOVER_SCENARIOS:
                 clients = [c for c in CLIENTS if c != "Kafka CLI tools"]
             header = ["client", *scenarios]
             lines += [

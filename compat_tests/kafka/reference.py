@@ -437,6 +437,13 @@ class RunningBroker:
             proc.kill()
             proc.wait(timeout=30)
 
+    def kill(self) -> None:
+        """SIGKILL, as ``kill -9``: nothing flushed, no controlled shutdown."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
     @contextmanager
     def stopped(self) -> Iterator[None]:
         """Stop the broker cleanly for the block, then start it again on the same ports and

@@ -98,6 +98,8 @@ class ReplicaManager:
         self._log_config = log_config
         self.node_id = node_id
         self._clock: Clock = clock or SystemClock()
+        #: (topic, partition) whose last append the disk refused (logged once).
+        self._failing: set[tuple[str, int]] = set()
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -273,6 +275,20 @@ class ReplicaManager:
         known = self.partition(topic, partition)
         return None if known is None else known.producers
 
+    def _storage_failure(self, topic: str, partition: int, log: Log, exc: OSError) -> AppendResult:
+        """An append the disk refused (full, failing): the write was undone, or the log
+        went offline if even that failed; the producer gets KAFKA_STORAGE_ERROR and
+        nothing is acknowledged. Logged once until an append succeeds again."""
+        state = "offline until the broker restarts" if log.offline else "still online"
+        why = (
+            f"writing to {topic}-{partition} failed: {exc}; the log is {state}. Free space "
+            "on (or repair) its log directory; the producer retries."
+        )
+        if (topic, partition) not in self._failing:
+            self._failing.add((topic, partition))
+            _log.warning("%s", why)
+        return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, why)
+
     def append(
         self, topic: TopicImage, partition: int, records: memoryview, *, acks: int = 1
     ) -> AppendResult:
@@ -340,6 +356,11 @@ class ReplicaManager:
             return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, str(exc))
         except CorruptRecordError as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, str(exc))
+        except OSError as exc:
+            return self._storage_failure(topic.name, partition, log, exc)
+        if (topic.name, partition) in self._failing:
+            self._failing.discard((topic.name, partition))
+            _log.warning("appends to %s-%d succeed again", topic.name, partition)
         rolled_to = log.active_segment.base_offset
         if rolled_to != active and producers.map_end_offset == rolled_to:
             # The state still ends where the new segment starts: Kafka's snapshot at roll.

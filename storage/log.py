@@ -540,6 +540,11 @@ class Log:
         self._segments[at:at] = new
         self._bases = [s.base_offset for s in self._segments]
 
+    @property
+    def offline(self) -> bool:
+        """Whether a failed write took the log offline (every change refused)."""
+        return self._offline
+
     def mark_offline(self) -> None:
         """Refuse every further change until the log is reopened (a write that could not
         be undone left the files in a state only the loader settles)."""

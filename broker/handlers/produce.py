@@ -16,7 +16,10 @@ Behaviour, as Apache Kafka 4.4:
 - Records: magic 2 batches only (v3+), base offset 0 in every batch, CRC-32C checked,
   each batch within ``max.message.bytes``; the broker rewrites the base offset and
   leader epoch (and timestamps for LogAppendTime topics) without decoding records.
-  Errors: INVALID_RECORD, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE.
+  Errors: INVALID_RECORD, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE. A write the disk refuses
+  (full, failing) is undone and answered KAFKA_STORAGE_ERROR, nothing acknowledged (the
+  log goes offline only if even the undo fails); appends go on once there is room.
+  Kafka instead takes the whole log directory offline.
 - Idempotence (per producer and partition, :mod:`millpond.storage.producer_state`):
   epochs are fenced (INVALID_PRODUCER_EPOCH), sequences must follow on
   (OUT_OF_ORDER_SEQUENCE_NUMBER; a producer the partition does not know may start

@@ -7,6 +7,7 @@ Envelopes, and serves the topics created through millpond to real clients."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import shutil
 import time
@@ -317,3 +318,110 @@ def test_millpond_reads_kafkas_snapshots_as_it_replays_kafkas_log(tmp_path: Path
     for broker_id in sorted({*from_snapshot.brokers, *replayed.brokers}):
         assert from_snapshot.brokers.get(broker_id) == replayed.brokers.get(broker_id), broker_id
     assert from_snapshot == replayed
+
+
+# -- replication across the two implementations: the path into Kafka --------------------------
+
+
+def _layout(bootstrap: str, topic: str) -> tuple[list[int], list[int], int]:
+    """(replicas, sorted ISR, leader) of ``topic``'s partition 0."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        [described] = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    [p] = described["partitions"]
+    return list(p["replica_nodes"]), sorted(p["isr_nodes"]), int(p["leader_id"])
+
+
+def _until_layout(bootstrap: str, topic: str, wanted: tuple[list[int], list[int], int]) -> None:
+    deadline = time.monotonic() + 60
+    while (seen := _layout(bootstrap, topic)) != wanted:
+        assert time.monotonic() < deadline, f"{topic}: {seen}, never {wanted}"
+        time.sleep(0.2)
+
+
+def _read(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10_000
+    )
+    try:
+        return [m.value for _, m in zip(range(count), consumer, strict=False)]
+    finally:
+        consumer.close()
+
+
+def test_partitions_move_between_millpond_and_kafka_brokers_both_ways(tmp_path: Path) -> None:
+    """The migration path: a partition a millpond broker leads moves onto a Kafka broker
+    (Kafka following millpond's leader, then leading), and one a Kafka broker leads gains
+    a millpond replica (millpond following Kafka's leader), through Kafka's
+    kafka-reassign-partitions, while an acks=all producer keeps writing."""
+    controller_port = free_port()
+    with millpond_server(tmp_path / "millpond", controller_port=controller_port) as bootstrap:
+        kafka = _formatted_kafka_broker(tmp_path, controller_port)
+        with kafka:
+            kafka.launch()
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+            try:
+                admin.create_topics(
+                    [
+                        NewTopic("to-kafka", replica_assignments={0: [1]}),
+                        NewTopic("from-kafka", replica_assignments={0: [KAFKA_BROKER_ID]}),
+                    ]
+                )
+            finally:
+                admin.close()
+            both = f"{bootstrap},127.0.0.1:{kafka.ports.plaintext}"
+            producer = KafkaProducer(bootstrap_servers=both, acks="all", retries=10)
+            try:
+                for i in range(300):
+                    producer.send("to-kafka", b"m%d" % i)
+                    producer.send("from-kafka", b"k%d" % i)
+                producer.flush(30)
+                plan = tmp_path / "plan.json"
+                plan.write_text(
+                    json.dumps(
+                        {
+                            "version": 1,
+                            "partitions": [
+                                {
+                                    "topic": "to-kafka",
+                                    "partition": 0,
+                                    "replicas": [KAFKA_BROKER_ID],
+                                },
+                                {
+                                    "topic": "from-kafka",
+                                    "partition": 0,
+                                    "replicas": [KAFKA_BROKER_ID, 1],
+                                },
+                            ],
+                        }
+                    )
+                )
+                moved = run_tool(
+                    "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                    [
+                        "--bootstrap-server",
+                        both,
+                        "--reassignment-json-file",
+                        str(plan),
+                        "--execute",
+                    ],
+                )
+                assert moved.returncode == 0, moved.stdout + moved.stderr
+                acked = [producer.send("to-kafka", b"m%d" % i) for i in range(300, 400)]
+                for future in acked:
+                    future.get(timeout=60)
+            finally:
+                producer.close()
+            _until_layout(both, "to-kafka", ([KAFKA_BROKER_ID], [KAFKA_BROKER_ID], KAFKA_BROKER_ID))
+            _until_layout(
+                both, "from-kafka", ([KAFKA_BROKER_ID, 1], [1, KAFKA_BROKER_ID], KAFKA_BROKER_ID)
+            )
+            kafka_bootstrap = f"127.0.0.1:{kafka.ports.plaintext}"
+            assert _read(kafka_bootstrap, "to-kafka", 400) == [b"m%d" % i for i in range(400)]
+            assert (kafka.log_dir / "to-kafka-0").is_dir()
+            # millpond's replica of from-kafka holds what Kafka's leader wrote.
+            millpond_dir = tmp_path / "millpond" / "data" / "from-kafka-0"
+            assert millpond_dir.is_dir()
+            assert _read(both, "from-kafka", 300) == [b"k%d" % i for i in range(300)]

@@ -76,7 +76,7 @@ def _read_all(client: Client) -> list[bytes]:
         if not part.records:
             return values
         for batch in iter_batches(memoryview(part.records)):
-            values += [r.value for r in batch.records() if r.offset >= len(values)]
+            values += [r.value or b"" for r in batch.records() if r.offset >= len(values)]
 
 
 def test_a_full_disk_refuses_appends_acknowledges_nothing_and_loses_nothing(

@@ -10,6 +10,8 @@ import is refused here, with the name to use instead.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
@@ -83,3 +85,20 @@ def _close_failed_kafka_python_connects() -> None:
 
 
 _close_failed_kafka_python_connects()
+
+
+def _import_every_millpond_module() -> None:
+    """Embedded brokers run in threads, and millpond imports some modules lazily (to
+    keep ``millpond serve`` quick to start). Under pytest every millpond module loads
+    through the assertion rewriter (millpond's distribution registers a pytest plugin),
+    whose AST conversion CPython 3.11 does not guard across threads: a lazy import in a
+    node thread while the main thread rewrites a test module fails with ``SystemError:
+    AST constructor recursion depth mismatch``. Importing them all here, in the main
+    thread before any test runs, leaves nothing for a thread to import."""
+    for top in ("millpond", *(f"millpond.{layer}" for layer in sorted(LAYERS))):
+        package = importlib.import_module(top)
+        for module in pkgutil.walk_packages(package.__path__, f"{top}."):
+            importlib.import_module(module.name)
+
+
+_import_every_millpond_module()

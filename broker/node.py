@@ -368,8 +368,7 @@ class Broker(BrokerServer):
         the node cancelled, nothing flushed and no clean-shutdown marker written; what
         the files hold is what the next start recovers. For crash tests in one process
         (:mod:`millpond.testing.cluster`); a restart opens the same directories anew."""
-        for server in self.listeners.servers:
-            server.abort()
+        await asyncio.gather(*(server.abort() for server in self.listeners.servers))
         await self.drop_late_connections()
         self.controller_server.close_peers()
         if self.controller_link is not None:

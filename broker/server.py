@@ -280,20 +280,34 @@ class KafkaServer:
                 if conn.core is not None and conn.core.listener is self.listener:
                     conn.core.close_if_idle(timeout_ns)
 
-    def abort(self) -> None:
+    async def abort(self) -> None:
         """Stop accepting at once (a crash, for tests)."""
         if self._reaper is not None:
             self._reaper.cancel()
-        if self._server is not None:
-            self._server.close()
+        await self._stop_accepting()
 
     async def stop(self) -> None:
         """Stop accepting; connections are closed by the broker once in-flight work ends."""
         if self._reaper is not None:
             self._reaper.cancel()
+        await self._stop_accepting()
         if self._server is not None:
-            self._server.close()
             await self._server.wait_closed()
+
+    async def _stop_accepting(self) -> None:
+        """Close the listening socket without leaking a connection accepted just before.
+        asyncio wraps each accepted socket in a task of its own, and a task that runs
+        after the server closed fails to wrap it and leaves it open (CPython 3.11).
+        So the listening socket stops being read first; the accepts already queued run
+        within one loop turn, and only then does the server close."""
+        server = self._server
+        if server is None:
+            return
+        loop = asyncio.get_running_loop()
+        for sock in server.sockets:
+            loop.remove_reader(sock.fileno())
+        await asyncio.sleep(0)
+        server.close()
 
 
 #: Kafka's SecurityProtocol ids, as broker registrations carry them.

@@ -141,7 +141,7 @@ class BrokerServer:
         self._publisher: BrokerMetadataPublisher | None = None
         #: This broker's epoch, once it has registered.
         self._broker_epoch: int | None = None
-        metadata.register_listener(self)
+        metadata.register_listener(self, node_id)
         self.connections: set[KafkaConnection] = set()
         # One server per listener (``from_config``: every one of ``listeners``), each with
         # its routes; without a config, one PLAINTEXT listener at host:port.

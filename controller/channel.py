@@ -61,7 +61,9 @@ class MetadataFeed(Protocol):
     @property
     def committed_image(self) -> MetadataImage: ...
 
-    def register_listener(self, listener: MetadataListener) -> None: ...
+    def register_listener(
+        self, listener: MetadataListener, broker_id: int | None = None
+    ) -> None: ...
 
 
 class QuorumRequests(Protocol):

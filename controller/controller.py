@@ -168,6 +168,8 @@ class QuorumController:
         self._contact: dict[int, int] = {}
         #: broker id -> the metadata offset it last reported applying, while active.
         self._applied: dict[int, int] = {}
+        #: Brokers whose metadata loaders are this controller's listeners.
+        self._local_brokers: set[int] = set()
         #: broker id -> the offset by which its controlled shutdown records are written.
         self._shutdown_offsets: dict[int, int] = {}
         self._active_since = 0
@@ -363,10 +365,14 @@ class QuorumController:
                 f" {leader.epoch}, leader {leader.leader_id}); ask the leader"
             )
 
-    def register_listener(self, listener: MetadataListener) -> None:
+    def register_listener(self, listener: MetadataListener, broker_id: int | None = None) -> None:
         """Feed ``listener`` every batch committed from now on (it starts from
-        :attr:`committed_image`)."""
+        :attr:`committed_image`). ``broker_id``: the listener is that broker's metadata
+        loader, in this process: it applies each commit as it is made, so it has always
+        applied what is committed, heartbeat or not (a single node's broker sends none)."""
         self._listeners.append(listener)
+        if broker_id is not None:
+            self._local_brokers.add(broker_id)
 
     def when_committed(self, offset: int, callback: CommitCallback) -> None:
         """Call ``callback(None)`` once ``offset`` is committed (at once if it is), or
@@ -452,6 +458,12 @@ class QuorumController:
             return heard is not None
         return self._clock.monotonic_ms() - heard <= timeout
 
+    def _applied_by(self, broker_id: int) -> int:
+        """The metadata offset ``broker_id`` has applied, as far as this controller knows."""
+        if broker_id in self._local_brokers:
+            return self._committed.offset
+        return self._applied.get(broker_id, -1)
+
     def broker_heartbeat(
         self, request: BrokerHeartbeatRequest
     ) -> ControllerResult[BrokerHeartbeatResult]:
@@ -465,7 +477,7 @@ class QuorumController:
         usable = self._image.usable_brokers()
         progress = cluster_control.ShutdownProgress(
             self._shutdown_offsets.get(broker_id),
-            min((self._applied.get(b, -1) for b in usable), default=2**63 - 1),
+            min((self._applied_by(b) for b in usable), default=2**63 - 1),
         )
         result = self._commit(
             cluster_control.broker_heartbeat(

@@ -184,9 +184,9 @@ class ControllerServer:
     def committed_image(self) -> MetadataImage:
         return self.controller.committed_image
 
-    def register_listener(self, listener: MetadataListener) -> None:
-        """Feed ``listener`` each committed batch from now on (a broker's loader)."""
-        self.controller.register_listener(listener)
+    def register_listener(self, listener: MetadataListener, broker_id: int | None = None) -> None:
+        """Feed ``listener`` each committed batch from now on (``broker_id``'s loader)."""
+        self.controller.register_listener(listener, broker_id)
 
     def _endpoints_of(self, node_id: int) -> tuple[Endpoint, ...]:
         """A voter's controller listeners: as the voter set names them, else as the

@@ -424,18 +424,21 @@ class RunningBroker:
         text = self.log_path.read_text(errors="replace").splitlines()[-lines:]
         return "\n".join([f"--- last lines of {self.log_path}", *text])
 
-    def stop(self, timeout: float = 60.0) -> None:
+    def stop(self, timeout: float = 60.0) -> bool:
         """SIGTERM (Kafka shuts down cleanly: it flushes every segment, trims its indexes and
-        writes producer snapshots), then SIGKILL if that takes longer than ``timeout``."""
+        writes producer snapshots), then SIGKILL if that takes longer than ``timeout``.
+        False: it had to be killed."""
         proc = self._proc
         if proc is None or proc.poll() is not None:
-            return
+            return True
         proc.terminate()
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+            return False
+        return True
 
     def kill(self) -> None:
         """SIGKILL, as ``kill -9``: nothing flushed, no controlled shutdown."""

@@ -109,6 +109,26 @@ def test_controlled_shutdown_moves_leadership_then_lets_the_broker_go() -> None:
     assert cluster.image.brokers[1].fenced
 
 
+def test_a_broker_loading_metadata_in_the_controllers_process_counts_as_applied() -> None:
+    """A single node's own broker reads the controller's commits as they are made and
+    sends no heartbeat: another broker's controlled shutdown must not wait on it (a Kafka
+    broker beside a single millpond node hung in PENDING_CONTROLLED_SHUTDOWN)."""
+    cluster = Cluster()
+    cluster.controller.register_listener(_Loader(), broker_id=3)
+    assert cluster.beat(1, stop=True) == (False, False)  # in controlled shutdown
+    cluster.beat(2)  # 2 has applied the moves; 3 never heartbeats
+    assert cluster.beat(1, stop=True) == (True, True)
+    without = Cluster()
+    assert without.beat(1, stop=True) == (False, False)
+    without.beat(2)
+    assert without.beat(1, stop=True) == (False, False)  # 3's heartbeat is still awaited
+
+
+class _Loader:
+    def handle_commit(self, delta: object, image: object) -> None:
+        pass
+
+
 def test_a_broker_that_leads_nothing_shuts_down_at_once() -> None:
     cluster = Cluster()
     cluster.controller.fence_broker(1, cluster.epochs[1])

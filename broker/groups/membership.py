@@ -131,7 +131,7 @@ class Membership(ShardState):
             reply(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         instance_id = request.group_instance_id
-        new_member_id = f"{instance_id or caller.client_id}-{self._new_id()}"
+        new_member_id = self._unused_member_id(group, instance_id or caller.client_id)
         if instance_id is not None:
             existing = group.static_member_id(instance_id)
             if existing is not None:
@@ -144,6 +144,13 @@ class Membership(ShardState):
             reply(join_error(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member(caller, request, group, new_member_id, reply)
+
+    def _unused_member_id(self, group: ClassicGroup, prefix: str) -> str:
+        """A member id no member of ``group`` holds or was offered, loaded ones included."""
+        while True:
+            member_id = f"{prefix}-{self._new_id()}"
+            if not group.has_member(member_id) and member_id not in group.pending_join_members:
+                return member_id
 
     def _join_existing_member(
         self, caller: Caller, request: JoinGroupRequest, group: ClassicGroup, reply: JoinReply

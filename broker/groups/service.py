@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -92,7 +92,6 @@ class GroupService:
         self.partitions = broker.config.offsets_topic_num_partitions
         self._runtime: Runtime | None = None
         self._partitions = OffsetsPartitions(broker)
-        self._member_ids = itertools.count(1)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._loads: dict[int, asyncio.Task[None]] = {}
@@ -123,11 +122,12 @@ class GroupService:
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
             num_partitions=self.partitions,
         )
-        ids = self._member_ids  # one sequence over every shard, as there was one coordinator
+        # Random, as Kafka's: a group's members outlive its coordinator, and the broker
+        # that loads the group next must not hand out an id a loaded member holds.
         shard = GroupCoordinator(
             group_config,
             context.append,
-            new_id=lambda: f"{next(ids):032x}",
+            new_id=lambda: uuid.uuid4().hex,
             timers=context.timers,
         )
         shard.now_ms = self.now_ms()  # sessions of loaded members run from now

@@ -168,6 +168,33 @@ def test_offsets_commit_fetch_and_survive_a_replay() -> None:
     assert sorted(replayed.coordinator.groups[GROUP].members) == sorted([a.member_id, b.member_id])
 
 
+def test_a_coordinator_that_loaded_a_group_gives_a_new_member_an_id_no_member_holds() -> None:
+    """A group outlives its coordinator: the broker that loads it next starts its own id
+    sequence, and a client rejoining without its id (as kafkajs does after the move) must
+    not be handed the id of a loaded member, which would count that member's protocols
+    twice and leave the rebalance no protocol to choose."""
+    h = Harness()
+    a, b = _stable_pair(h)
+    loaded = Harness()
+    loaded.coordinator.now_ms = loaded.now  # loaded members' sessions run from now
+    for _, key, value in h.log.records:
+        record = records.decode(key, value)
+        assert record is not None
+        loaded.coordinator.replay(record)
+    again = Client(loaded, "a")  # the same client id, so the same id prefix as a's
+    again.join()
+    assert again.last_join.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert again.member_id not in (a.member_id, b.member_id)
+    again.join()
+    for old in (a, b):
+        old.h = loaded
+        old.join()
+    # Every member has rejoined: the rebalance completes at once.
+    assert [c.last_join.error_code for c in (again, a, b)] == [ErrorCode.NONE] * 3
+    members = loaded.coordinator.groups[GROUP].members
+    assert sorted(members) == sorted([again.member_id, a.member_id, b.member_id])
+
+
 def test_simple_commits_make_an_empty_group_that_can_be_deleted() -> None:
     from millpond.broker.groups.coordinator import OffsetToCommit
 

@@ -356,14 +356,14 @@ def run_driver(cmd: Sequence[str], timeout: float = 120) -> list[dict[str, Any]]
         )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(
-            _driver_failure(
+            driver_failure(
                 command, f"still running after {timeout}s (killed)", exc.stdout, exc.stderr
             ),
             pytrace=False,
         )
     if result.returncode != 0:
         pytest.fail(
-            _driver_failure(command, f"exit {result.returncode}", result.stdout, result.stderr),
+            driver_failure(command, f"exit {result.returncode}", result.stdout, result.stderr),
             pytrace=False,
         )
     events: list[dict[str, Any]] = []
@@ -376,7 +376,7 @@ def run_driver(cmd: Sequence[str], timeout: float = 120) -> list[dict[str, Any]]
             event = None
         if not isinstance(event, dict):
             pytest.fail(
-                _driver_failure(
+                driver_failure(
                     command,
                     f"stdout line {number} is not a JSON object: {line!r}",
                     result.stdout,
@@ -394,9 +394,11 @@ def _text(output: str | bytes | None) -> str:
     return output.decode(errors="replace") if isinstance(output, bytes) else output
 
 
-def _driver_failure(
+def driver_failure(
     command: list[str], what: str, stdout: str | bytes | None, stderr: str | bytes | None
 ) -> str:
+    """What a test says of a driver that failed: the command, why, the ends of its output
+    and of the log of the server it talked to."""
     out = _text(stdout).splitlines()
     err = _text(stderr).splitlines()
     parts = [

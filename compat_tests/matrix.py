@@ -54,9 +54,9 @@ GROUP_CLIENTS = [
     "sarama",
 ]
 # A partition leader's kill -9 on replicated clusters (3 brokers, millpond's and Kafka's):
-# producers and consumers ride through it, client by client as their drivers arrive.
+# producers and consumers ride through it.
 FAILOVER_SCENARIOS = ["leader-failover"]
-FAILOVER_CLIENTS = ["kafka-python", "confluent-kafka"]
+FAILOVER_CLIENTS = ["kafka-python", "confluent-kafka", "Java kafka-clients", "franz-go", "kafkajs"]
 # Columns for Kafka's own tools only (not client scenarios): the performance tools.
 TOOL_SCENARIOS = ["producer-perf", "consumer-perf", "consumer-groups"]
 

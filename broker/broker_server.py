@@ -229,6 +229,12 @@ class BrokerServer:
             )
         return self.quorum.channel
 
+    def connection_closed(self, connection_id: int) -> None:
+        """A client's connection closed: the controller role learns of a broker's
+        heartbeat connection closing (a killed broker's, said at once)."""
+        if self.quorum is not None:
+            self.quorum.connection_closed(connection_id)
+
     # -- control -----------------------------------------------------------------------------
 
     @property

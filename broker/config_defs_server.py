@@ -67,6 +67,13 @@ _ROWS: list[ConfigDefinition] = [
     define("broker.session.timeout.ms", INT, 9000, MEDIUM,
            "How long the controller keeps a broker's lease without a heartbeat (in a "
            "quorum of several; a single node's broker is always with its controller).", used=True),
+    define("millpond.broker.disconnect.fence.ms", INT, 3000, MEDIUM,
+           "millpond only: the active controller fences a broker this long after the "
+           "connection it heartbeats on closes, unless it heartbeats again first: a killed "
+           "broker's partitions get new leaders in seconds, not after broker.session.timeout.ms "
+           "(a broker cut off without its connection closing still waits out the session). "
+           "Keep it above broker.heartbeat.interval.ms, so that a live broker reconnecting "
+           "is not fenced; -1 turns it off (Kafka's behaviour).", at_least(-1), used=True),
     define("broker.rack", STR, None, MEDIUM,
            "Rack of this broker, reported in Metadata responses.", used=True),
     # the metadata quorum

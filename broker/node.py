@@ -191,6 +191,7 @@ class Broker(BrokerServer):
                         if several and not self.broker_only
                         else None
                     ),
+                    broker_disconnect_fence_ms=_disconnect_fence_ms(config, several),
                     snapshots=_snapshot_triggers(config),
                     unclean_leader_election_enable=bool(
                         config.get("unclean.leader.election.enable")
@@ -410,6 +411,12 @@ def _cluster_id(fs: FileSystem, data_dir: str, rng: random.Random, *, formatted:
             "random-uuid` makes one)",
         )
     return new_cluster_id(rng)
+
+
+def _disconnect_fence_ms(config: BrokerConfig, several: bool) -> int | None:
+    """millpond.broker.disconnect.fence.ms where brokers have sessions (None: off)."""
+    grace = config.get_int("millpond.broker.disconnect.fence.ms", 3000)
+    return grace if several and grace >= 0 else None
 
 
 def _snapshot_triggers(config: BrokerConfig) -> SnapshotTriggers:

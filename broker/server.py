@@ -110,6 +110,7 @@ class KafkaConnection(asyncio.Protocol):
         if self.core is not None:
             self.core.lost()
         self._broker.connections.discard(self)
+        self._broker.connection_closed(self.connection_id)
         for task in list(self._tasks):
             task.cancel()
 

@@ -72,9 +72,14 @@ class QuorumRequests(Protocol):
 
     async def handle_raft_request(self, request: Message, version: int) -> Message: ...
 
-    async def handle_controller_request(self, request: Message, version: int) -> Message:
+    async def handle_controller_request(
+        self, request: Message, version: int, connection_id: int
+    ) -> Message:
         """BrokerRegistration, BrokerHeartbeat and AllocateProducerIds, answered once
-        committed."""
+        committed (``connection_id``: the connection it came on)."""
+
+    def connection_closed(self, connection_id: int) -> None:
+        """A connection of a controller listener closed."""
 
     @property
     def channel(self) -> LocalControllerChannel:

@@ -130,6 +130,9 @@ class ControllerConfig(NamedTuple):
     #: broker.session.timeout.ms: an unfenced broker silent this long is fenced (None:
     #: never, for a single node, whose only broker is the one beside it).
     broker_session_timeout_ms: int | None = None
+    #: millpond.broker.disconnect.fence.ms: a broker whose heartbeat connection closed is
+    #: fenced this long after, unless it heartbeat since (None: only the session lapses).
+    broker_disconnect_fence_ms: int | None = None
     supported_features: Mapping[str, tuple[int, int]] = feature_control.SUPPORTED_FEATURES
     bootstrap_features: Mapping[str, int] = feature_control.BOOTSTRAP_FEATURES
     #: metadata.log.max.record.bytes.between.snapshots, metadata.log.max.snapshot.interval.ms
@@ -166,6 +169,9 @@ class QuorumController:
         #: broker id -> when it last registered or heartbeat (monotonic ms), while active;
         #: a broker not heard from yet counts from the activation.
         self._contact: dict[int, int] = {}
+        #: broker id -> when its heartbeat connection closed (monotonic ms), until it is
+        #: heard from again, while active.
+        self._disconnected: dict[int, int] = {}
         #: broker id -> the metadata offset it last reported applying, while active.
         self._applied: dict[int, int] = {}
         #: Brokers whose metadata loaders are this controller's listeners.
@@ -307,6 +313,7 @@ class QuorumController:
     def _forget_brokers(self) -> None:
         """What only an active controller knows of the brokers, kept in memory."""
         self._contact.clear()
+        self._disconnected.clear()
         self._applied.clear()
         self._shutdown_offsets.clear()
 
@@ -446,9 +453,19 @@ class QuorumController:
             unclean_default=self.config.unclean_leader_election_enable,
         )
         if result.response.error.is_success:
-            self._contact[broker_id] = self._clock.monotonic_ms()
+            self._heard_from(broker_id)
         self._check_active()
         return self._commit(result)
+
+    def _heard_from(self, broker_id: int) -> None:
+        self._contact[broker_id] = self._clock.monotonic_ms()
+        self._disconnected.pop(broker_id, None)
+
+    def broker_disconnected(self, broker_id: int) -> None:
+        """The connection ``broker_id`` last heartbeat on closed: a broker killed, or one
+        about to heartbeat on a new connection (see ``broker_disconnect_fence_ms``)."""
+        if self.config.broker_disconnect_fence_ms is not None and self.is_active:
+            self._disconnected[broker_id] = self._clock.monotonic_ms()
 
     def _has_session(self, broker_id: int) -> bool:
         """Heard from within ``broker.session.timeout.ms`` (ever, on a single node)."""
@@ -488,7 +505,7 @@ class QuorumController:
             )
         )
         if result.response.error.is_success:
-            self._contact[broker_id] = self._clock.monotonic_ms()
+            self._heard_from(broker_id)
             self._applied[broker_id] = request.current_metadata_offset
             if result.response.entered_controlled_shutdown:
                 self._shutdown_offsets[broker_id] = self._raft.end_offset - 1
@@ -507,19 +524,23 @@ class QuorumController:
 
     def fence_stale_brokers(self) -> ControllerResult[tuple[int, ...]]:
         """Fence every unfenced broker not heard from for ``broker.session.timeout.ms``
-        (Kafka's BrokerHeartbeatManager); the answer names them."""
+        (Kafka's BrokerHeartbeatManager), or for ``broker_disconnect_fence_ms`` since its
+        heartbeat connection closed; the answer names them."""
         self._check_active()
         timeout = self.config.broker_session_timeout_ms
         if timeout is None:
             return ControllerResult((), ())
         now = self._clock.monotonic_ms()
+        grace = self.config.broker_disconnect_fence_ms
         stale: list[int] = []
         records: list[ApiMessageAndVersion] = []
         # One commit per broker, as Kafka fences one at a time: each fencing's ISR and
         # leader changes are made against the image the previous one left.
         for broker in sorted(self._image.brokers.values(), key=lambda b: b.broker_id):
             heard = self._contact.get(broker.broker_id, self._active_since)
-            if broker.fenced or now - heard < timeout:
+            closed = self._disconnected.get(broker.broker_id)
+            gone = grace is not None and closed is not None and now - closed >= grace
+            if broker.fenced or (now - heard < timeout and not gone):
                 continue
             change = self._set_fenced(broker.broker_id, broker.broker_epoch, fenced=True)
             records.extend(change.records)
@@ -546,6 +567,7 @@ class QuorumController:
 
     def unregister_broker(self, broker_id: int) -> ControllerResult[ApiError]:
         self._contact.pop(broker_id, None)
+        self._disconnected.pop(broker_id, None)
         self._applied.pop(broker_id, None)
         self._shutdown_offsets.pop(broker_id, None)
         self._check_active()

@@ -39,6 +39,7 @@ from millpond.controller.raft_driver import RaftDriver
 from millpond.controller.results import NotControllerError
 from millpond.storage.config_def import ConfigError
 from millpond.wire.api import ApiKey
+from millpond.wire.generated.api.broker_heartbeat_request import BrokerHeartbeatRequest
 
 if TYPE_CHECKING:
     import random
@@ -158,6 +159,9 @@ class ControllerServer:
         self._snapshots: asyncio.Task[None] | None = None
         self._registering: asyncio.Task[None] | None = None
         self._balancing: asyncio.Task[None] | None = None
+        #: connection id -> the broker that heartbeat on it (a controller listener's).
+        self._heartbeat_connections: dict[int, int] = {}
+        self._fence_checks: set[asyncio.Task[None]] = set()
         #: A node with the controller role registers it (a broker's observer does not).
         self.registrar = (
             None
@@ -253,21 +257,46 @@ class ControllerServer:
         # A lapsed session is fenced within an eighth of the timeout.
         while True:
             await asyncio.sleep(timeout_ms / 8000)
-            if not self.controller.is_active:
-                continue
-            try:
-                fenced = await self.channel.submit(lambda c: c.fence_stale_brokers())
-            except (NotControllerError, RaftLogFailedError):
-                continue  # the next active controller fences them
+            fenced = await self._fence_lapsed()
             if fenced:
                 _log.info("fenced brokers %s: no heartbeat within %d ms", fenced, timeout_ms)
+
+    async def _fence_lapsed(self) -> tuple[int, ...]:
+        """The brokers fenced now for a lapsed session or disconnect grace."""
+        if not self.controller.is_active:
+            return ()
+        try:
+            return await self.channel.submit(lambda c: c.fence_stale_brokers())
+        except (NotControllerError, RaftLogFailedError):
+            return ()  # the next active controller fences them
 
     async def handle_raft_request(self, request: Message, version: int) -> Message:
         """A KRaft request from the controller listener, answered once the quorum has."""
         return await self.driver.handle_request(request, version)
 
-    async def handle_controller_request(self, request: Message, version: int) -> Message:
+    async def handle_controller_request(
+        self, request: Message, version: int, connection_id: int
+    ) -> Message:
+        if isinstance(request, BrokerHeartbeatRequest):
+            self._heartbeat_connections[connection_id] = request.broker_id
         return await handle_controller_request(self.channel, request, version)
+
+    def connection_closed(self, connection_id: int) -> None:
+        """A broker's heartbeat connection closing starts its disconnect grace
+        (``millpond.broker.disconnect.fence.ms``), checked once the grace has passed."""
+        broker_id = self._heartbeat_connections.pop(connection_id, None)
+        grace = self.config.broker_disconnect_fence_ms
+        if broker_id is None or grace is None or not self.controller.is_active:
+            return
+        self.controller.broker_disconnected(broker_id)
+        task = asyncio.get_running_loop().create_task(self._fence_after(broker_id, grace))
+        self._fence_checks.add(task)
+        task.add_done_callback(self._fence_checks.discard)
+
+    async def _fence_after(self, broker_id: int, grace: int) -> None:
+        await asyncio.sleep(grace / 1000)
+        if broker_id in await self._fence_lapsed():
+            _log.info("fenced broker %d: its connection closed %s ms ago", broker_id, grace)
 
     @property
     def quorum_leader_id(self) -> int:
@@ -289,7 +318,8 @@ class ControllerServer:
         return {v.key.id: self._endpoints_of(v.key.id) for v in self.raft.node.voters}
 
     async def stop(self) -> None:
-        for task in (self._sessions, self._snapshots, self._registering, self._balancing):
+        tasks = (self._sessions, self._snapshots, self._registering, self._balancing)
+        for task in (*tasks, *self._fence_checks):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -38,5 +38,5 @@ async def handle(broker: BrokerServer, ctx: RequestContext, request: Message) ->
             " a controller listener"
         )
     if request.API_KEY in LIFECYCLE_APIS:
-        return await quorum.handle_controller_request(request, ctx.api_version)
+        return await quorum.handle_controller_request(request, ctx.api_version, ctx.connection_id)
     return await quorum.handle_raft_request(request, ctx.api_version)

@@ -306,6 +306,46 @@ def test_a_broker_silent_for_its_session_timeout_is_fenced() -> None:
     assert controller.fence_stale_brokers().response == (2, 3)
 
 
+def test_a_broker_whose_heartbeat_connection_closed_is_fenced_after_the_grace() -> None:
+    clock = ManualClock()
+    controller = open_controller(
+        mem_fs(), clock=clock, broker_session_timeout_ms=9000, broker_disconnect_fence_ms=300
+    )
+    epochs = {b: controller.register_broker(b, [ENDPOINT]).response.broker_epoch for b in (2, 3)}
+
+    def beat(broker_id: int) -> BrokerHeartbeatResult:
+        request = BrokerHeartbeatRequest(broker_id, epochs[broker_id], 100, False, False)
+        return controller.broker_heartbeat(request).response
+
+    assert not beat(2).is_fenced and not beat(3).is_fenced
+    controller.broker_disconnected(2)
+    controller.broker_disconnected(3)
+    clock.advance(100)
+    beat(3)  # 3 came back on a new connection within the grace: it keeps its session
+    clock.advance(199)
+    assert controller.fence_stale_brokers().response == ()  # 299 ms: still in time
+    clock.advance(1)
+    assert controller.fence_stale_brokers().response == (2,)  # long before 9 s
+    assert controller.image.brokers[2].fenced and not controller.image.brokers[3].fenced
+    assert not beat(2).is_fenced  # heard from again: unfenced, and no longer counted gone
+    clock.advance(1000)
+    assert controller.fence_stale_brokers().response == ()
+
+
+def test_without_the_grace_a_closed_connection_fences_nobody_before_the_session_ends() -> None:
+    clock = ManualClock()
+    controller = open_controller(mem_fs(), clock=clock, broker_session_timeout_ms=9000)
+    epoch = controller.register_broker(2, [ENDPOINT]).response.broker_epoch
+    assert not controller.broker_heartbeat(
+        BrokerHeartbeatRequest(2, epoch, 100, False, False)
+    ).response.is_fenced
+    controller.broker_disconnected(2)
+    clock.advance(8999)
+    assert controller.fence_stale_brokers().response == ()
+    clock.advance(1)
+    assert controller.fence_stale_brokers().response == (2,)
+
+
 def test_a_single_node_fences_no_broker_on_silence() -> None:
     clock = ManualClock()
     controller = open_controller(mem_fs(), clock=clock)

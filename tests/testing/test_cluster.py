@@ -137,6 +137,23 @@ def test_a_stopped_or_killed_broker_loses_its_leaderships() -> None:
         assert _leader_and_isr(running, "t") == {0: (4, (4,)), 1: (4, (4,))}
 
 
+@pytest.mark.parametrize("grace_ms", [200, -1])
+def test_a_killed_broker_is_fenced_once_its_heartbeat_connection_closes(grace_ms: int) -> None:
+    """With millpond.broker.disconnect.fence.ms, long before the session (60 s) lapses;
+    with it off, not until then."""
+    settings = {
+        "broker.session.timeout.ms": 60_000,
+        "millpond.broker.disconnect.fence.ms": grace_ms,
+    }
+    with cluster(controllers=1, brokers=2, configs=settings) as running:
+        running.kill(3)
+        deadline = time.monotonic() + 5
+        while 3 in running.live_brokers() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        live = running.live_brokers()
+    assert live == ({2} if grace_ms >= 0 else {2, 3}), f"unfenced after the kill: {live}"
+
+
 def test_asking_a_stopped_node_says_so() -> None:
     with cluster(controllers=1, brokers=1) as running:
         running.stop(2)

@@ -27,9 +27,7 @@ import argparse
 import json
 import os
 import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,9 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.kraft_node import NodeProcess  # noqa: E402 (after the path is set)
+from bench.kraft_node import KRaftCluster  # noqa: E402 (after the path is set)
 from bench.wire_client import Client  # noqa: E402
-from compat_tests.kafka.reference import free_port  # noqa: E402
 from millpond.wire.generated.api import create_topics_request as ct  # noqa: E402
 from millpond.wire.generated.api import describe_quorum_request as dq  # noqa: E402
 from millpond.wire.generated.api.metadata_request import (  # noqa: E402
@@ -55,60 +52,6 @@ CONTROLLERS = (1, 2, 3)
 BROKERS = (4, 5, 6)
 FIRST_BROKER = 4
 READY_TIMEOUT = 180.0
-
-
-class Cluster:
-    """Six nodes of one system; ``kind`` is ``millpond`` or ``kafka``."""
-
-    def __init__(self, kind: str, root: Path) -> None:
-        self.kind = kind
-        self.root = root
-        self.ports = {i: free_port() for i in (*CONTROLLERS, *BROKERS)}
-        voters = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in CONTROLLERS)
-        self.nodes: dict[int, NodeProcess] = {}
-        for i in (*CONTROLLERS, *BROKERS):
-            controller = i in CONTROLLERS
-            listener = "CONTROLLER" if controller else "PLAINTEXT"
-            props: dict[str, object] = {
-                "node.id": i,
-                "process.roles": "controller" if controller else "broker",
-                "listeners": f"{listener}://127.0.0.1:{self.ports[i]}",
-                "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                "controller.quorum.voters": voters,
-                "log.dirs": root / f"node{i}",
-            }
-            if not controller:
-                props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.ports[i]}"
-                props["inter.broker.listener.name"] = "PLAINTEXT"
-            self.nodes[i] = NodeProcess(kind, root, f"node{i}", props)
-
-    @property
-    def procs(self) -> dict[int, subprocess.Popen[bytes]]:
-        """The running nodes' processes."""
-        return {i: n.proc for i, n in self.nodes.items() if n.proc is not None}
-
-    def format(self) -> None:
-        for node in self.nodes.values():
-            node.format(CLUSTER_ID)
-
-    def start(self, i: int) -> None:
-        self.nodes[i].start()
-
-    def kill(self, i: int) -> None:
-        self.nodes[i].kill()
-
-    def stop(self) -> None:
-        procs = self.procs
-        for proc in procs.values():
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for node in self.nodes.values():
-            node.proc = None
 
 
 def _ask(port: int, body: Any, version: int, timeout: float = 5.0) -> Any | None:
@@ -129,11 +72,11 @@ def brokers_listed(port: int) -> set[int]:
     return set() if answer is None else {b.node_id for b in answer.brokers}
 
 
-def all_listed(cluster: Cluster) -> bool:
+def all_listed(cluster: KRaftCluster) -> bool:
     return all(brokers_listed(cluster.ports[i]) == set(BROKERS) for i in BROKERS)
 
 
-def leader_of(cluster: Cluster) -> tuple[int, bool] | None:
+def leader_of(cluster: KRaftCluster) -> tuple[int, bool] | None:
     """The active controller, and whether every running voter is caught up with it."""
     request = dq.DescribeQuorumRequest(
         topics=[
@@ -196,8 +139,8 @@ def propagated(clients: dict[int, Client], name: str) -> float:
 
 def run(kind: str, creates: int, kills: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"bench-quorum-{kind}-") as scratch:
-        cluster = Cluster(kind, Path(scratch))
-        cluster.format()
+        cluster = KRaftCluster(kind, Path(scratch), CONTROLLERS, BROKERS)
+        cluster.format(CLUSTER_ID)
         try:
             t0 = time.monotonic()
             for i in (*CONTROLLERS, *BROKERS):

@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.kraft_node import process_cpu_s  # noqa: E402
 from bench.pipelined import SHAPES, pipeline, produce_frame, until_led  # noqa: E402
 from bench.startup import (  # noqa: E402 (after the path is set)
     Launcher,
@@ -311,8 +312,7 @@ class Running:
 
     def cpu_s(self) -> float:
         """User + system CPU seconds the broker process has used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu_s(self.proc.pid)
 
 
 @contextmanager
@@ -585,15 +585,18 @@ def run_pipelined(broker: Running, run: int, settings: Settings, results: Result
         delete_topic(broker, topic)
 
 
-def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
-    topic = f"latency-r{run}"
-    create_topic(broker.bootstrap, topic, 1)
-    count = int(settings.latency_rate * settings.latency_s)
-    common = {"bootstrap": broker.bootstrap, "topic": topic, "count": count}
-    timeout = settings.latency_s + 120
+def end_to_end_latency(
+    bootstrap: str, topic: str, rate: int, seconds: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """KiB values at ``rate`` per second for ``seconds`` (acks=all) to partition 0 of
+    ``topic``, read by a consumer started first: the producer's and the consumer's answers
+    (the consumer's latencies from 2 s, or a quarter of the run, on)."""
+    count = int(rate * seconds)
+    common = {"bootstrap": bootstrap, "topic": topic, "count": count}
+    timeout = seconds + 120
     consumer_spec = {
         **common, "mode": "latency-consumer",
-        "warmup": int(settings.latency_rate * min(2.0, settings.latency_s / 4)),
+        "warmup": int(rate * min(2.0, seconds / 4)),
         "seconds": timeout - 10,
     }  # fmt: skip
     consumer = subprocess.Popen(
@@ -607,9 +610,7 @@ def run_latency(broker: Running, run: int, settings: Settings, results: Results)
         ready = consumer.stderr.readline()  # bounded: the consumer's first poll is 0.5 s
         if ready.strip() != "ready":
             raise RuntimeError(f"latency consumer did not start: {ready}{consumer.stderr.read()}")
-        producer_spec = {
-            **common, "mode": "latency-producer", "rate": settings.latency_rate, "size": KIB,
-        }  # fmt: skip
+        producer_spec = {**common, "mode": "latency-producer", "rate": rate, "size": KIB}
         sent = loadgen(producer_spec, timeout)
         out, err = consumer.communicate(timeout=timeout)
     finally:
@@ -618,7 +619,15 @@ def run_latency(broker: Running, run: int, settings: Settings, results: Results)
             consumer.wait()
     if consumer.returncode != 0:
         raise RuntimeError(f"latency consumer failed: {err}")
-    answer = json.loads(out.splitlines()[-1])
+    return sent, json.loads(out.splitlines()[-1])
+
+
+def run_latency(broker: Running, run: int, settings: Settings, results: Results) -> None:
+    topic = f"latency-r{run}"
+    create_topic(broker.bootstrap, topic, 1)
+    sent, answer = end_to_end_latency(
+        broker.bootstrap, topic, settings.latency_rate, settings.latency_s
+    )
     results.notes.append(
         f"{broker.name} latency run {run}: sent {sent['sent']:,} at {sent['rate']:.0f}/s, "
         f"received {answer['received']:,}, {answer['samples']:,} samples after warm-up"

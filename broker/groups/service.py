@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +36,7 @@ from millpond.broker.coordinator.runtime import (
 )
 from millpond.broker.groups.placement import OFFSETS_TOPIC, partition_for
 from millpond.storage.log import Log
+from millpond.storage.uuids import random_uuid4
 from millpond.wire.errors import ErrorCode
 from millpond.wire.exceptions import DecodeError
 from millpond.wire.records import NewRecord, build_batch, iter_batches
@@ -127,7 +127,7 @@ class GroupService:
         shard = GroupCoordinator(
             group_config,
             context.append,
-            new_id=lambda: uuid.uuid4().hex,
+            new_id=lambda: random_uuid4().hex(),
             timers=context.timers,
         )
         shard.now_ms = self.now_ms()  # sessions of loaded members run from now

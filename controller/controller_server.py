@@ -159,7 +159,7 @@ class ControllerServer:
         self._snapshots: asyncio.Task[None] | None = None
         self._registering: asyncio.Task[None] | None = None
         self._balancing: asyncio.Task[None] | None = None
-        #: connection id -> the broker that heartbeat on it (a controller listener's).
+        #: broker id -> the connection (a controller listener's) it last heartbeat on.
         self._heartbeat_connections: dict[int, int] = {}
         self._fence_checks: set[asyncio.Task[None]] = set()
         #: A node with the controller role registers it (a broker's observer does not).
@@ -278,20 +278,24 @@ class ControllerServer:
         self, request: Message, version: int, connection_id: int
     ) -> Message:
         if isinstance(request, BrokerHeartbeatRequest):
-            self._heartbeat_connections[connection_id] = request.broker_id
+            self._heartbeat_connections[request.broker_id] = connection_id
         return await handle_controller_request(self.channel, request, version)
 
     def connection_closed(self, connection_id: int) -> None:
         """A broker's heartbeat connection closing starts its disconnect grace
-        (``millpond.broker.disconnect.fence.ms``), checked once the grace has passed."""
-        broker_id = self._heartbeat_connections.pop(connection_id, None)
+        (``millpond.broker.disconnect.fence.ms``), checked once the grace has passed; an
+        older connection of a broker that heartbeats on a newer one is no sign."""
+        closed = [b for b, c in self._heartbeat_connections.items() if c == connection_id]
+        for broker_id in closed:
+            del self._heartbeat_connections[broker_id]
         grace = self.config.broker_disconnect_fence_ms
-        if broker_id is None or grace is None or not self.controller.is_active:
+        if not closed or grace is None or not self.controller.is_active:
             return
-        self.controller.broker_disconnected(broker_id)
-        task = asyncio.get_running_loop().create_task(self._fence_after(broker_id, grace))
-        self._fence_checks.add(task)
-        task.add_done_callback(self._fence_checks.discard)
+        for broker_id in closed:
+            self.controller.broker_disconnected(broker_id)
+            task = asyncio.get_running_loop().create_task(self._fence_after(broker_id, grace))
+            self._fence_checks.add(task)
+            task.add_done_callback(self._fence_checks.discard)
 
     async def _fence_after(self, broker_id: int, grace: int) -> None:
         await asyncio.sleep(grace / 1000)

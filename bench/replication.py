@@ -41,14 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import KafkaError, Producer  # noqa: E402 (after the path is set)
-from kafka import KafkaAdminClient  # noqa: E402
-from kafka.admin import NewTopic  # noqa: E402
 
 from bench.kraft_node import KRaftCluster, process_cpu_s  # noqa: E402
 from bench.quorum import wait_for  # noqa: E402
 from bench.throughput import end_to_end_latency, loadgen  # noqa: E402
 from bench.wire_client import Client  # noqa: E402
 from millpond.wire.generated.api import alter_partition_reassignments_request as apr  # noqa: E402
+from millpond.wire.generated.api import create_topics_request as ct  # noqa: E402
 from millpond.wire.generated.api.metadata_request import (  # noqa: E402
     MetadataRequest,
     MetadataRequestTopic,
@@ -127,17 +126,28 @@ class Bench:
             client.close()
 
     def create(self, topic: str, partitions: int, replicas: int = 3) -> None:
-        configs = {"min.insync.replicas": str(min(2, replicas))}
+        configs = [ct.CreatableTopicConfig(name="min.insync.replicas", value=str(min(2, replicas)))]
         if replicas == 1:  # on the first broker, the one the catch-up copies from
-            assignments = {p: [BROKERS[0]] for p in range(partitions)}
-            new = NewTopic(topic, replica_assignments=assignments, topic_configs=configs)
+            assignments = [
+                ct.CreatableReplicaAssignment(partition_index=p, broker_ids=[BROKERS[0]])
+                for p in range(partitions)
+            ]
+            new = ct.CreatableTopic(
+                name=topic, num_partitions=-1, replication_factor=-1,
+                assignments=assignments, configs=configs,
+            )  # fmt: skip
         else:
-            new = NewTopic(topic, partitions, replicas, topic_configs=configs)
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap(self.live()))
+            new = ct.CreatableTopic(
+                name=topic, num_partitions=partitions, replication_factor=replicas,
+                configs=configs,
+            )  # fmt: skip
+        client = Client(self.cluster.ports[self.live()[0]])
         try:
-            admin.create_topics([new], timeout_ms=60_000)
+            answer = client.request(ct.CreateTopicsRequest(topics=[new], timeout_ms=60_000), 7)
         finally:
-            admin.close()
+            client.close()
+        [created] = answer.topics
+        assert created.error_code == 0, f"creating {topic}: {created}"
         wait_for(lambda: self.all_in_sync(topic, replicas), f"{topic} in sync")
 
     def brokers_cpu_s(self) -> float:

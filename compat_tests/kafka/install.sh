@@ -4,6 +4,8 @@
 #   ${MILLPOND_KAFKA_CACHE:-~/.cache/millpond/kafka-4.4}/lib
 # and Kafka's metadata shell with its own release's jars (shell/pom.xml says why) into
 #   ${MILLPOND_KAFKA_SHELL_CACHE:-~/.cache/millpond/kafka-shell}/lib
+# and MirrorMaker 2 with its own release's jars (mirror/pom.xml says why) into
+#   ${MILLPOND_KAFKA_MIRROR_CACHE:-~/.cache/millpond/kafka-mirror}/lib
 # The code generator (python -m millpond.wire.codegen) reads Kafka's JSON message specs from
 # the same directory: kafka-clients and the raft, metadata, coordinators' and storage jars.
 # Idempotent: when the jars there were resolved from this very pom.xml (its sha256 is stamped
@@ -45,3 +47,4 @@ install() {
 
 install "$here/pom.xml" "${MILLPOND_KAFKA_CACHE:-$HOME/.cache/millpond/kafka-4.4}"
 install "$here/shell/pom.xml" "${MILLPOND_KAFKA_SHELL_CACHE:-$HOME/.cache/millpond/kafka-shell}"
+install "$here/mirror/pom.xml" "${MILLPOND_KAFKA_MIRROR_CACHE:-$HOME/.cache/millpond/kafka-mirror}"

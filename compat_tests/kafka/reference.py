@@ -80,6 +80,21 @@ def shell_cache_dir() -> Path:
     return Path(os.environ.get("MILLPOND_KAFKA_SHELL_CACHE", default))
 
 
+def mirror_cache_dir() -> Path:
+    """Where install.sh puts MirrorMaker 2 (connect-mirror) and its release's jars."""
+    default = Path.home() / ".cache" / "millpond" / "kafka-mirror"
+    return Path(os.environ.get("MILLPOND_KAFKA_MIRROR_CACHE", default))
+
+
+def _release_classpath(cache: Path, what: str) -> str:
+    """The jars of a tool that install.sh resolves at a release of its own, as a classpath."""
+    lib = cache / "lib"
+    jars = sorted(lib.glob("*.jar")) if lib.is_dir() else []
+    if not jars:
+        raise KafkaNotInstalledError(f"{what} not found in {lib}: {INSTALL_HINT}")
+    return os.pathsep.join(str(j) for j in jars)
+
+
 SHELL_LAUNCHER = HERE / "shell" / "LoadedShell.java"
 _SHELL_END = "--- end of command ---"
 
@@ -94,11 +109,7 @@ def metadata_shell(
     until the shell holds the whole file: Kafka's own command line can run its command on an
     empty or partial tree (LoadedShell.java says why). :class:`ToolError` if it fails.
     """
-    lib = shell_cache_dir() / "lib"
-    jars = sorted(lib.glob("*.jar")) if lib.is_dir() else []
-    if not jars:
-        raise KafkaNotInstalledError(f"Kafka's metadata shell not found in {lib}: {INSTALL_HINT}")
-    classpath = os.pathsep.join(str(j) for j in jars)
+    classpath = _release_classpath(shell_cache_dir(), "Kafka's metadata shell")
     java = _java(classpath, TOOL_JVM, TOOLS_LOG4J, str(SHELL_LAUNCHER), str(source))
     script = "".join(" ".join(command) + "\n" for command in commands)
     result = subprocess.run(
@@ -108,6 +119,25 @@ def metadata_shell(
     if result.returncode != 0 or len(outputs) != len(commands) + 1:
         raise ToolError(f"kafka-metadata-shell on {source} failed", result)
     return outputs[:-1]
+
+
+def start_mirror_maker(properties: Path, log: Path) -> subprocess.Popen[bytes]:
+    """Start MirrorMaker 2 in its dedicated mode (what Kafka's connect-mirror-maker.sh runs) on
+    an mm2.properties file; its log (slf4j-simple, INFO and up) goes to ``log``. The caller
+    stops it (terminate, then kill after a bounded wait)."""
+    classpath = _release_classpath(mirror_cache_dir(), "MirrorMaker 2 (connect-mirror)")
+    command = [
+        "java",
+        *BROKER_JVM,
+        "-Djava.awt.headless=true",
+        "-Dorg.slf4j.simpleLogger.showDateTime=true",
+        "-cp",
+        classpath,
+        "org.apache.kafka.connect.mirror.MirrorMaker",
+        str(properties),
+    ]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
 
 
 def install(timeout: float = 900.0) -> None:

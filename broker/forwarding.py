@@ -2,7 +2,8 @@
 
 The admin APIs that change metadata (CreateTopics, DeleteTopics, CreatePartitions,
 ElectLeaders, AlterConfigs, IncrementalAlterConfigs, AlterPartitionReassignments,
-UpdateFeatures), and ListPartitionReassignments, are the controller's to answer.
+UpdateFeatures, UnregisterBroker), and ListPartitionReassignments, are the controller's
+to answer.
 
 - On a controller listener, this node's controller answers them; while it is not the
   active one it refuses with NOT_CONTROLLER, as Kafka's controller does, and the client
@@ -41,8 +42,8 @@ __all__ = ["ADMIN_APIS", "FORWARDED_APIS", "answered_by_controller", "forwarded"
 
 #: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions, ElectLeaders,
 #: IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments,
-#: UpdateFeatures.
-ADMIN_APIS = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 57})
+#: UpdateFeatures, UnregisterBroker.
+ADMIN_APIS = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 57, 64})
 #: What a forwarding broker listener sends on: the admin APIs, and DescribeQuorum, which
 #: only the quorum's leader answers.
 FORWARDED_APIS = ADMIN_APIS | {55}

@@ -319,7 +319,7 @@ SERVED_PROTOCOLS = ("PLAINTEXT",)
 #: handlers answer as the controller would (topics, partitions, leader elections,
 #: reassignments, configs, features) and ApiVersions; the KRaft APIs come from
 #: ``CONTROLLER_ROUTES``.
-CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 43, 44, 45, 46, 57, 60})
+CONTROLLER_APIS = frozenset({18, 19, 20, 32, 33, 37, 43, 44, 45, 46, 57, 60, 64})
 
 
 class ListenerPlan(NamedTuple):

@@ -26,6 +26,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from compat_tests.admin import committed_offsets
 from compat_tests.kafka.reference import RunningBroker, start_broker, start_mirror_maker
 from millpond.testing.cluster import EmbeddedCluster, cluster
 
@@ -164,15 +165,6 @@ def _commit_ends(bootstrap: str, topic: str, group: str) -> dict[int, int]:
         consumer.close()
 
 
-def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        offsets = admin.list_group_offsets({group: None})[group]
-    finally:
-        admin.close()
-    return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic}
-
-
 def _topic_config(bootstrap: str, topic: str, name: str) -> str | None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -220,8 +212,10 @@ def test_mirror_maker_2_copies_topics_records_and_group_offsets_both_ways(
         for at, topic in [(target, f"millpond.{ORDERS}"), (source, f"kafka.{PAYMENTS}")]:
             _until_mirrored(at, topic, COUNT + LATE)
         # Groups: translated onto the mirrored topic, at the offsets holding the same records.
-        _until(lambda: _committed(target, "billing", f"millpond.{ORDERS}") == billing, "billing")
-        _until(lambda: _committed(source, "audit", f"kafka.{PAYMENTS}") == audit, "audit")
+        _until(
+            lambda: committed_offsets(target, "billing", f"millpond.{ORDERS}") == billing, "billing"
+        )
+        _until(lambda: committed_offsets(source, "audit", f"kafka.{PAYMENTS}") == audit, "audit")
         assert mirror.poll() is None, f"MirrorMaker exited {mirror.returncode}"
     except AssertionError as failure:
         raise AssertionError(f"{failure}\nMirrorMaker's log ends:\n{_tail(log)}") from None

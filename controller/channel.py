@@ -207,6 +207,9 @@ class LocalControllerChannel:
             lambda c: c.alter_partition_reassignments(topics, allow_rf_change=allow_rf_change)
         )
 
+    async def unregister_broker(self, broker_id: int) -> ApiError:
+        return await self.submit(lambda c: c.unregister_broker(broker_id))
+
     async def list_partition_reassignments(
         self, topics: Sequence[tuple[str, Sequence[int]]] | None
     ) -> list[OngoingReassignment]:

@@ -60,6 +60,7 @@ ROUTES: tuple[Route, ...] = (
     _route(75, 0, 0, "describe_topic_partitions"),
     _route(74, 0, 1, "list_config_resources"),
     _route(57, 0, 2, "update_features"),
+    _route(64, 0, 0, "unregister_broker"),
     # Consumer groups
     _route(10, 0, 6, "find_coordinator"),
     _route(11, 0, 9, "join_group"),

@@ -1,7 +1,8 @@
 """Differential sequences for a cluster of three brokers (ids 2, 3 and 4, one controller,
-id 1): partition reassignments, leader elections, the min.insync.replicas refusals and
-fetches from followers. Each runs against broker 2 of a Kafka 4.4 cluster and of a
-millpond cluster of the same layout (``test_differential_replication``).
+id 1): partition reassignments, leader elections, the min.insync.replicas refusals,
+fetches from followers and UnregisterBroker's refusal. Each runs against broker 2 of a
+Kafka 4.4 cluster and of a millpond cluster of the same layout
+(``test_differential_replication``).
 
 Every topic is created with a manual assignment that puts its first replica, and so its
 leader, on broker 2, the broker the session talks to. What a reassignment or an election
@@ -37,6 +38,7 @@ from millpond.wire.generated.api.list_partition_reassignments_request import (
     ListPartitionReassignmentsTopics,
 )
 from millpond.wire.generated.api.metadata_request import MetadataRequest, MetadataRequestTopic
+from millpond.wire.generated.api.unregister_broker_request import UnregisterBrokerRequest
 
 SEQUENCES: dict[str, SequenceFn] = {}
 SETTLE_TIMEOUT = 30.0
@@ -249,3 +251,12 @@ def follower_fetches(s: Session) -> None:
     fetch(s, "t", 0, replica_id=4, label="from a broker that is no replica")
     fetch(s, "t", 3, replica_id=3, last_fetched_epoch=5, label="a diverging epoch")
     fetch(s, "t", 9, replica_id=3, label="past the log end")
+
+
+# -- brokers --------------------------------------------------------------------------------
+
+
+@sequence
+def unregister_unknown_broker(s: Session) -> None:
+    # Only an id no broker holds: the cluster is shared by every sequence.
+    s.send(UnregisterBrokerRequest(broker_id=9), 0, "an id no broker registered")

@@ -25,7 +25,7 @@ from compat_tests.kafka.reference import (
     run_tool,
 )
 
-__all__ = ["KafkaCluster", "kafka_cluster"]
+__all__ = ["KafkaCluster", "formatted_broker", "kafka_cluster"]
 
 
 def _broker_properties(
@@ -50,6 +50,35 @@ def _broker_properties(
         **extra,
     }
     return "".join(f"{k}={v}\n" for k, v in lines.items())
+
+
+def formatted_broker(
+    home: Path,
+    node_id: int,
+    controller_port: int,
+    cluster_id: str,
+    *,
+    replication: int = 1,
+    config: Mapping[str, object] | None = None,
+) -> RunningBroker:
+    """A Kafka broker-only node in ``home`` (which must not exist yet) of the cluster whose
+    single controller listens on ``controller_port`` (Kafka's or millpond's), its data
+    directory formatted with ``cluster_id``; not started (``launch`` it)."""
+    home.mkdir(parents=True)
+    ports = Ports.loopback()
+    broker = RunningBroker(home, ports, kafka_classpath(), 120.0, 1)
+    broker.properties.write_text(
+        _broker_properties(
+            node_id, ports.plaintext, controller_port, broker.log_dir, replication, config or {}
+        )
+    )
+    formatted = run_tool(
+        "kafka.tools.StorageTool",
+        ["format", f"--cluster-id={cluster_id}", "-c", str(broker.properties)],
+    )
+    if formatted.returncode != 0:
+        raise ToolError(f"formatting broker {node_id} failed", formatted)
+    return broker
 
 
 class KafkaCluster:
@@ -94,26 +123,14 @@ def kafka_cluster(
     try:
         controller.launch()
         for node_id in range(2, brokers + 2):
-            home = work / f"broker-{node_id}"
-            home.mkdir(parents=True)
-            ports = Ports.loopback()
-            broker = RunningBroker(home, ports, kafka_classpath(), 120.0, 1)
-            broker.properties.write_text(
-                _broker_properties(
-                    node_id,
-                    ports.plaintext,
-                    controller_port,
-                    broker.log_dir,
-                    min(3, brokers),
-                    config or {},
-                )  # fmt: skip
+            broker = formatted_broker(
+                work / f"broker-{node_id}",
+                node_id,
+                controller_port,
+                cluster_id,
+                replication=min(3, brokers),
+                config=config,
             )
-            formatted = run_tool(
-                "kafka.tools.StorageTool",
-                ["format", f"--cluster-id={cluster_id}", "-c", str(broker.properties)],
-            )
-            if formatted.returncode != 0:
-                raise ToolError(f"formatting broker {node_id} failed", formatted)
             broker.launch()
             running[node_id] = broker
         yield cluster

@@ -186,6 +186,7 @@ class Broker(BrokerServer):
                     cluster_id=cluster_id,
                     num_partitions=num_partitions,
                     default_replication_factor=default_replication_factor,
+                    min_insync_replicas=config.get_int("min.insync.replicas", 1),
                     broker_session_timeout_ms=(
                         config.get_int("broker.session.timeout.ms", 9000)
                         if several and not self.broker_only

@@ -111,8 +111,9 @@ _TOPIC_DEFAULTS = {name: row.default or "" for name, row in TOPIC_CONFIGS.items(
 
 def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:
     """The cluster-wide default a fresh Kafka 4.4 cluster writes with its bootstrap
-    (eligible leader replicas need a cluster-level ``min.insync.replicas``, KIP-966), so
-    topics describe it with the source DYNAMIC_DEFAULT_BROKER_CONFIG, as on Kafka."""
+    (eligible leader replicas need a cluster-level ``min.insync.replicas``, KIP-966): the
+    active controller's own ``min.insync.replicas``, so topics describe it with the source
+    DYNAMIC_DEFAULT_BROKER_CONFIG, as on Kafka."""
     record = ConfigRecord(
         resource_type=ConfigResourceType.BROKER,
         resource_name="",

@@ -127,6 +127,9 @@ class ControllerConfig(NamedTuple):
     cluster_id: str  # from meta.properties
     num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
+    #: min.insync.replicas: a fresh cluster's bootstrap writes it as the cluster-wide
+    #: default, as Kafka's controller writes its own.
+    min_insync_replicas: int = 1
     #: broker.session.timeout.ms: an unfenced broker silent this long is fenced (None:
     #: never, for a single node, whose only broker is the one beside it).
     broker_session_timeout_ms: int | None = None
@@ -306,7 +309,7 @@ class QuorumController:
             # A fresh log (or one whose bootstrap never committed): write the bootstrap.
             records = [
                 *feature_control.bootstrap_records(self.config.bootstrap_features),
-                *config_control.bootstrap_records(),
+                *config_control.bootstrap_records(self.config.min_insync_replicas),
             ]
             self._commit(ControllerResult(tuple(records), None))
 

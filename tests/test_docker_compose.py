@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml  # type: ignore[import-untyped]  # PyYAML: schemathesis's, a test extra
+import yaml  # type: ignore[import-untyped]
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError, NotEnoughReplicasError
 

@@ -126,6 +126,12 @@ def test_validate_only_and_broker_configs() -> None:
     assert code == ErrorCode.NONE
 
 
+def test_the_bootstrap_writes_the_controllers_min_insync_replicas_cluster_wide() -> None:
+    controller = running_node(min_insync_replicas=2)
+    cluster_wide = controller.committed_image.config(ConfigResource(BROKER, ""))
+    assert cluster_wide == {"min.insync.replicas": "2"}
+
+
 def test_legacy_alter_configs_replaces_the_set() -> None:
     controller = running_node()
     controller.create_topics(
